@@ -1,0 +1,3 @@
+from loomcheck.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Hostile-input corpora and generators."""

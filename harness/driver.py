@@ -1,0 +1,131 @@
+"""The driver interface: the one way every check talks to an implementation.
+
+A kernel is plugged into loomcheck by an object with the methods of `Driver`
+below. `loomcheck run --impl python:MODULE:FACTORY` imports MODULE and calls
+FACTORY() (no arguments) to get one. The reference kernel's driver
+(`loomcheck.reference.driver:ReferenceDriver`) is one such object.
+
+Values crossing the interface are plain JSON values (dict, list, str, int,
+float, bool, None). Logs are lists of events `{"seq": int, "type": str,
+"payload": JSON}`, oldest first. States are the observable folded state:
+
+    {"sequence": int,            # seq of the last event folded
+     "status": "pending" | "running" | "suspended" | "completed" | "failed" | "cancelled",
+     "flowId": str | None,
+     "suspendedOn": {"on": str, ...} | None,   # the parking condition, verbatim
+     "variables": {"_input": ..., "_resumePayloads": [...], "_resumePayload": ..., ...},
+     "steps": {stepId: {"status": ..., "attempt": int, "output": ...}},
+     "output": JSON, "error": JSON}
+
+Operations that the kernel may refuse return an `Outcome`: accepted, or refused
+with the error type and a reason from `spec/refusals.toml`. A refusal is data,
+never an exception. An exception escaping a driver method is the implementation
+failing, and the harness reports it as an `error` finding for the case at hand.
+
+Features: `hello()` lists the optional features the implementation supports:
+
+    "fold"              fold(events, snapshot) folds a given log from nothing
+    "load-log"          load(execution_id, events, snapshot) imports a log written elsewhere
+    "recover"           recover(execution_id) re-drives a crashed (running) execution
+    "input-validation"  a flow's inputSchema with validateInput: true is enforced by start()
+
+An invariant that needs a feature the implementation lacks is reported
+not-applicable, never passed. A method for an unsupported feature may raise
+NotImplementedError; it will not be called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+JSON = Any
+
+
+class Hello(BaseModel):
+    """What an implementation says about itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    version: str
+    eventSchema: str = Field(pattern=r"^\d+\.\d+\.\d+$")
+    features: list[str] = []
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of an operation the kernel may refuse."""
+
+    ok: bool
+    error: str | None = None
+    reason: str | None = None
+    message: str = ""
+
+    @classmethod
+    def accepted(cls) -> "Outcome":
+        return cls(ok=True)
+
+    @classmethod
+    def refused(cls, error: str, reason: str, message: str = "") -> "Outcome":
+        return cls(ok=False, error=error, reason=reason, message=message)
+
+    def to_json(self) -> dict[str, JSON]:
+        if self.ok:
+            return {"ok": True}
+        return {"ok": False, "error": self.error, "reason": self.reason, "message": self.message}
+
+    def short(self) -> str:
+        return "ok" if self.ok else f"refused {self.reason}"
+
+
+@runtime_checkable
+class Driver(Protocol):
+    def hello(self) -> Hello | dict[str, JSON]:
+        """Name, version, EVENT_SCHEMA version and optional features."""
+        ...
+
+    def reset(self) -> None:
+        """Forget every flow and execution: the next test case starts empty."""
+        ...
+
+    def define_flow(self, flow_id: str, program: dict[str, JSON]) -> Outcome:
+        """Register a flow program (spec/schemas/flow-program.schema.json) under an id."""
+        ...
+
+    def start(self, execution_id: str, flow_id: str, input: JSON) -> Outcome:
+        """Start an execution of a registered flow, under an id the harness chooses,
+        and run it until it parks or ends."""
+        ...
+
+    def resume(self, execution_id: str, event_type: str, payload: JSON) -> Outcome:
+        """Answer the gate an execution is parked on with `{type, payload}`, then run
+        the flow until it parks or ends. Refuse (appending nothing) when it must."""
+        ...
+
+    def recover(self, execution_id: str) -> Outcome:
+        """Re-drive an execution whose worker died while it was running (feature "recover")."""
+        ...
+
+    def load(self, execution_id: str, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> Outcome:
+        """Import a log as another kernel wrote it, optionally preceded by a folded
+        snapshot (feature "load-log"). Nothing runs."""
+        ...
+
+    def read_log(self, execution_id: str) -> list[dict[str, JSON]]:
+        """The execution's log: every retained event, oldest first."""
+        ...
+
+    def read_state(self, execution_id: str) -> dict[str, JSON]:
+        """The execution's folded state, as the kernel itself reads it."""
+        ...
+
+    def fold(self, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> dict[str, JSON]:
+        """Fold the given events from nothing (or from the snapshot) (feature "fold")."""
+        ...
+
+    def close(self) -> None:
+        """Release resources (files, processes)."""
+        ...

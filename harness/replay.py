@@ -1,0 +1,84 @@
+"""Replaying a regression log: run its operations on an implementation, check
+every predicate after every step, and compare with what the log expects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loomcheck.harness.script import Operation, execution_of, from_model, to_json
+from loomcheck.harness.session import ImplementationFailed, Session
+from loomcheck.properties.jsonvalues import json_equal, show
+from loomcheck.properties.registry import Violation, all_predicates, check_step
+from loomcheck.spec.regressions import Expectation, RegressionLog
+
+
+@dataclass
+class ReplayResult:
+    violations: list[Violation] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)
+    outcomes: list[str] = field(default_factory=list)
+    logs: dict[str, list[dict]] = field(default_factory=dict)
+    failure: ImplementationFailed | None = None
+
+    def violated(self, invariant_id: str) -> list[Violation]:
+        return [v for v in self.violations if v.invariant == invariant_id]
+
+
+def outcome_label(ok: bool, reason: str | None) -> str:
+    return "ok" if ok else f"refused:{reason}"
+
+
+def run_operations(session: Session, operations: list[Operation], invariant_ids: list[str] | None = None) -> ReplayResult:
+    """Apply the operations from an empty implementation; check predicates after each."""
+    ids = list(invariant_ids) if invariant_ids is not None else list(all_predicates())
+    result = ReplayResult()
+    try:
+        session.reset()
+        for op in operations:
+            step = session.apply(op)
+            result.outcomes.append(outcome_label(step.outcome.ok, step.outcome.reason))
+            result.violations.extend(check_step(step, session.trace, ids))
+        for execution in dict.fromkeys(e for e in map(execution_of, operations) if e is not None):
+            result.logs[execution] = session.read_log(execution)
+    except ImplementationFailed as failed:
+        result.failure = failed
+    return result
+
+
+def expectation_of(result: ReplayResult) -> Expectation:
+    return Expectation.model_validate({"outcomes": result.outcomes, "logs": result.logs})
+
+
+def replay(session: Session, log: RegressionLog, invariant_ids: list[str] | None = None) -> ReplayResult:
+    operations = [from_model(m) for m in log.operations]
+    result = run_operations(session, operations, invariant_ids)
+    if log.expect is not None and result.failure is None:
+        result.differences = compare(log.expect, result)
+    return result
+
+
+def compare(expect: Expectation, result: ReplayResult) -> list[str]:
+    """What differs from the expected outcomes and logs, first difference per execution."""
+    found: list[str] = []
+    for index, (want, got) in enumerate(zip(expect.outcomes, result.outcomes)):
+        if want != got:
+            found.append(f"operation {index + 1}: expected {want}, got {got}")
+    for execution, events in expect.logs.items():
+        wanted = [e.model_dump() for e in events]
+        got = result.logs.get(execution, [])
+        for want, have in zip(wanted, got):
+            if want["type"] != have.get("type") or not json_equal(want["payload"], have.get("payload")):
+                found.append(f"{execution} #{want['seq']}: expected {want['type']} {show(want['payload'], 50)}, "
+                             f"got {have.get('type')} {show(have.get('payload'), 50)}")
+                break
+        else:
+            if len(wanted) != len(got):
+                extra = got[len(wanted):] or wanted[len(got):]
+                which = "also has" if len(got) > len(wanted) else "lacks"
+                found.append(f"{execution}: the log {which} " + ", ".join(
+                    f"#{e.get('seq')} {e.get('type')}" for e in extra[:4]) + f" ({len(got)} events, expected {len(wanted)})")
+    return found
+
+
+def operations_json(operations: list[Operation]) -> list[dict]:
+    return [to_json(op) for op in operations]

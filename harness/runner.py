@@ -1,0 +1,293 @@
+"""The runner behind `loomcheck run`: every selected invariant of the catalogue,
+against one implementation, through its checks (the state machine, the
+committed regression logs, the hostile-name corpus), into one report.
+
+The implementation is untrusted and so is the suite's own input: a failure to
+load it, a crash, or a broken spec file becomes a finding in the report, and
+the report is written after every phase, so an interrupted run leaves one."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from loomcheck import __version__
+from loomcheck.harness.driver import Driver, Hello
+from loomcheck.harness.loading import ImplementationSpecError, resolve_factory
+from loomcheck.harness.replay import expectation_of, replay, run_operations
+from loomcheck.harness.script import Load, Operation, Recover, from_model
+from loomcheck.harness.session import ImplementationFailed, Session, hello_of
+from loomcheck.properties.keysafety import run_hostile_names
+from loomcheck.properties.machine import PROFILES, InvariantViolated, run_stateful
+from loomcheck.properties.registry import all_predicates
+from loomcheck.reports.model import Finding, Implementation, InvariantRecord, Report
+from loomcheck.reports.writers import write_json, write_junit
+from loomcheck.spec.catalogue import Catalogue, Invariant
+from loomcheck.spec.regressions import Found, RegressionLog, committed_regressions, dump_regression
+from loomcheck.spec.vocabulary import version_key
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+@dataclass
+class Tally:
+    """What the checks found for one invariant, before it becomes a record."""
+
+    examples: int = 0
+    failure: str | None = None
+    counterexample: str | None = None
+    events: int | None = None
+    operations: int | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+def select(catalogue: Catalogue, only: list[str] | None) -> list[Invariant]:
+    if not only:
+        return list(catalogue.invariants)
+    chosen = []
+    for wanted in only:
+        matches = [inv for inv in catalogue.invariants if inv.id == wanted or inv.id.startswith(wanted.rstrip("*"))]
+        if not matches:
+            raise ValueError(f"--only {wanted!r} matches no invariant; known: {', '.join(catalogue.ids)}")
+        chosen.extend(m for m in matches if m not in chosen)
+    return chosen
+
+
+def not_applicable_because(invariant: Invariant, hello: Hello) -> str | None:
+    missing = [f for f in invariant.requires if f not in hello.features]
+    if missing:
+        return f"needs driver feature(s) {', '.join(missing)}, which {hello.name} does not declare"
+    if version_key(invariant.since) > version_key(hello.eventSchema):
+        return f"applies from EVENT_SCHEMA {invariant.since}; {hello.name} declares {hello.eventSchema}"
+    return None
+
+
+def operations_need(operations: list[Operation]) -> set[str]:
+    needs = set()
+    for op in operations:
+        if isinstance(op, Load):
+            needs.add("load-log")
+        if isinstance(op, Recover):
+            needs.add("recover")
+    return needs
+
+
+class Run:
+    def __init__(self, impl: str, catalogue: Catalogue, *, profile: str = "ci", only: list[str] | None = None,
+                 report_dir: Path = Path("loomcheck-report"), seed: int | None = None,
+                 progress: Progress | None = None) -> None:
+        if profile not in PROFILES:
+            raise ValueError(f"--profile {profile!r}: choose one of {', '.join(PROFILES)}")
+        self.impl = impl
+        self.catalogue = catalogue
+        self.selected = select(catalogue, only)
+        self.budget = PROFILES[profile]
+        self.seed = seed
+        self.report_dir = report_dir
+        self.progress = progress or (lambda phase, done, total: None)
+        self.tallies: dict[str, Tally] = {inv.id: Tally() for inv in self.selected}
+        self.na: dict[str, str] = {}
+        self.report = Report(suiteVersion=__version__, implementation=Implementation(spec=impl), profile=profile,
+                             seed=seed, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        self.driver: Driver | None = None
+
+    # -- the run ---------------------------------------------------------------------
+    def execute(self) -> Report:
+        began = time.monotonic()
+        try:
+            session = self._connect()
+            if session is not None:
+                self._phase("stateful", lambda: self._stateful(session))
+                self._phase("regressions", lambda: self._regressions(session))
+                self._phase("corpus", lambda: self._corpus(session))
+                self.report.complete = True
+        finally:
+            self.report.wallSeconds = round(time.monotonic() - began, 2)
+            self._records()
+            self._write(final=True)
+            if self.driver is not None:
+                try:
+                    self.driver.close()
+                except Exception as exc:  # noqa: BLE001
+                    self.report.findings.append(Finding(kind="implementation-error", message=f"close raised {exc!r}"))
+                    self._write(final=True)
+        return self.report
+
+    def _connect(self) -> Session | None:
+        try:
+            factory = resolve_factory(self.impl)
+            self.driver = factory()
+        except ImplementationSpecError as exc:
+            self._finding("implementation-error", str(exc))
+            return None
+        except Exception as exc:  # noqa: BLE001 - their factory
+            self._finding("implementation-error", f"{self.impl}: the factory raised {type(exc).__name__}: {exc}")
+            return None
+        try:
+            hello = hello_of(self.driver)
+        except ImplementationFailed as failed:
+            self._finding("implementation-error", str(failed))
+            return None
+        self.hello = hello
+        self.report.implementation = Implementation(spec=self.impl, name=hello.name, version=hello.version,
+                                                    eventSchema=hello.eventSchema, features=list(hello.features))
+        for inv in self.selected:
+            reason = not_applicable_because(inv, hello)
+            if reason:
+                self.na[inv.id] = reason
+        return Session(self.driver, frozenset(hello.features))
+
+    def _phase(self, name: str, body: Callable[[], None]) -> None:
+        try:
+            body()
+        except ImplementationFailed as failed:
+            self._finding("implementation-error", f"{name}: {failed}")
+        except Exception as exc:  # noqa: BLE001 - a defect of the suite must not lose the report
+            self._finding("suite-error", f"{name}: {type(exc).__name__}: {exc}")
+        self._records()
+        self._write(final=False)
+
+    def _active(self, check: str) -> list[Invariant]:
+        return [inv for inv in self.selected if inv.id not in self.na and check in inv.checks]
+
+    # -- checks ------------------------------------------------------------------------
+    def _stateful(self, session: Session) -> None:
+        invariants = self._active("stateful")
+        if not invariants:
+            return
+        total = self.budget.max_examples
+        self.progress("state machine", 0, total)
+        known = all_predicates()
+        ids = [inv.id for inv in invariants if inv.id in known]
+        result = run_stateful(session, ids, self.budget, self.seed,
+                              on_example=lambda n: self.progress("state machine", min(n, total), total))
+        self.report.stateMachineSteps += result.steps
+        for invariant_id, count in result.examples.items():
+            self.tallies[invariant_id].examples += count
+        for invariant_id, failure in result.failures.items():
+            self._record_counterexample(session, invariant_id, failure)
+        for error in result.errors:
+            path = self._write_counterexample("implementation-error", error.operations, None, str(error.failure))
+            self._finding("implementation-error", f"state machine: {error.failure}", path)
+            for invariant_id in ids:
+                if invariant_id not in result.failures:
+                    self.tallies[invariant_id].errors.append(f"the implementation failed during the state machine: {error.failure}")
+        self.progress("state machine", total, total)
+
+    def _record_counterexample(self, session: Session, invariant_id: str, failure: InvariantViolated) -> None:
+        tally = self.tallies[invariant_id]
+        tally.failure = failure.violations[0].message
+        path = self._write_counterexample(invariant_id, failure.operations, failure.violations[0].message, None)
+        tally.counterexample = path
+        tally.operations = len(failure.operations)
+        rerun = run_operations(session, failure.operations, [invariant_id])
+        tally.events = sum(len(log) for log in rerun.logs.values())
+        if not rerun.violated(invariant_id):
+            tally.failure += " (note: replaying the shrunk script did not reproduce it: the implementation is nondeterministic)"
+
+    def _regressions(self, session: Session) -> None:
+        logs = committed_regressions()
+        for done, (label, log) in enumerate(logs):
+            self.progress("regression logs", done, len(logs))
+            active = {inv.id for inv in self._active("regressions")}
+            targets = [i for i in log.invariants if i in active]
+            if not targets:
+                continue
+            needs = operations_need([from_model(m) for m in log.operations])
+            if not needs <= set(self.hello.features):
+                continue
+            result = replay(session, log, targets)
+            for invariant_id in targets:
+                tally = self.tallies[invariant_id]
+                tally.examples += 1
+                if result.failure is not None:
+                    tally.errors.append(f"{label}: {result.failure}")
+                    continue
+                problems = [v.message for v in result.violated(invariant_id)] + result.differences
+                if problems and tally.failure is None:
+                    tally.failure = f"{log.name}: {problems[0]}"
+                    tally.counterexample = label
+                    tally.operations = len(log.operations)
+                    tally.events = sum(len(v) for v in result.logs.values())
+        self.progress("regression logs", len(logs), len(logs))
+
+    def _corpus(self, session: Session) -> None:
+        invariants = self._active("corpus:hostile-names")
+        if not invariants:
+            return
+        self.progress("hostile names", 0, 1)
+        result = run_hostile_names(session)
+        for inv in invariants:
+            tally = self.tallies[inv.id]
+            tally.examples += result.cases
+            tally.errors.extend(result.failed)
+            if result.violations and tally.failure is None:
+                tally.failure = f"hostile-name corpus: {result.violations[0].message}"
+        self.progress("hostile names", 1, 1)
+
+    # -- output ------------------------------------------------------------------------
+    def _write_counterexample(self, name: str, operations: list[Operation], message: str | None,
+                              error: str | None) -> str:
+        from loomcheck.reference.driver import ReferenceDriver
+
+        reference = ReferenceDriver(store="memory")
+        expected = run_operations(Session(reference, frozenset(hello_of(reference).features)), operations, [])
+        reference.close()
+        log = RegressionLog.model_validate({
+            "name": name, "adr": self._adr_of(name), "origin": "counterexample",
+            "description": f"Shrunk counterexample found by loomcheck {__version__} against {self.impl}; "
+                           f"'expect' is what the reference kernel does with the same operations.",
+            "invariants": [name] if name in self.tallies else [inv.id for inv in self.selected],
+            "operations": [_op_json(op) for op in operations],
+            "expect": expectation_of(expected).model_dump() if expected.failure is None else None,
+            "found": Found(invariant=name, message=message or error or "", implementation=self.impl).model_dump(),
+        })
+        path = self.report_dir / "counterexamples" / f"{name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dump_regression(log), encoding="utf-8")
+        return str(path)
+
+    def _adr_of(self, invariant_id: str) -> str:
+        try:
+            return self.catalogue.get(invariant_id).adr
+        except KeyError:
+            return "0104"
+
+    def _finding(self, kind: str, message: str, counterexample: str | None = None) -> None:
+        self.report.findings.append(Finding(kind=kind, message=message, counterexample=counterexample))  # type: ignore[arg-type]
+
+    def _records(self) -> None:
+        records = []
+        for inv in self.selected:
+            tally = self.tallies[inv.id]
+            record = InvariantRecord(id=inv.id, adr=inv.adr, decision=inv.decision, title=inv.title, kind=inv.kind,
+                                     statement=inv.statement, checks=list(inv.checks), status="pass",
+                                     examples=tally.examples)
+            if inv.id in self.na:
+                record.status, record.message = "not-applicable", self.na[inv.id]
+            elif tally.failure is not None:
+                record.status, record.message = "fail", tally.failure
+                record.counterexample = tally.counterexample
+                record.counterexampleEvents, record.counterexampleOperations = tally.events, tally.operations
+            elif tally.errors:
+                record.status, record.message = "error", tally.errors[0]
+            elif tally.examples == 0:
+                record.status = "error"
+                record.message = "no check ran for this invariant" + ("" if self.report.complete else " (the run stopped early)")
+            records.append(record)
+        self.report.results = records
+        self.report.summarise()
+
+    def _write(self, final: bool) -> None:
+        write_json(self.report, self.report_dir / "report.json")
+        if final:
+            write_junit(self.report, self.report_dir / "junit.xml")
+
+
+def _op_json(op: Operation) -> dict:
+    from loomcheck.harness.script import to_json
+
+    return to_json(op)

@@ -1,0 +1,109 @@
+"""Scripts: sequences of driver operations, the suite's universal currency. The
+state machine generates them, regression logs store them, replay re-runs them.
+
+Each operation has a JSON form (`{"op": "resume", "execution": "x1", ...}`),
+validated by pydantic where it crosses a boundary (regression files)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from pydantic import BaseModel
+
+from loomcheck.spec.regressions import DefineModel, LoadModel, RecoverModel, ResumeModel, StartModel
+
+JSON = Any
+
+
+@dataclass(frozen=True)
+class Define:
+    flow: str
+    program: dict[str, JSON]
+    op: str = field(default="define", init=False)
+
+
+@dataclass(frozen=True)
+class Start:
+    execution: str
+    flow: str
+    input: JSON = None
+    op: str = field(default="start", init=False)
+
+
+@dataclass(frozen=True)
+class Resume:
+    execution: str
+    type: str
+    payload: JSON = None
+    op: str = field(default="resume", init=False)
+
+
+@dataclass(frozen=True)
+class Recover:
+    execution: str
+    op: str = field(default="recover", init=False)
+
+
+@dataclass(frozen=True)
+class Load:
+    execution: str
+    events: list[dict[str, JSON]]
+    snapshot: dict[str, JSON] | None = None
+    op: str = field(default="load", init=False)
+
+
+Operation = Union[Define, Start, Resume, Recover, Load]
+
+
+def execution_of(op: Operation) -> str | None:
+    return getattr(op, "execution", None)
+
+
+def describe(op: Operation) -> str:
+    """One line a person reads in a failing trace."""
+    import json
+
+    def j(value: JSON) -> str:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    if isinstance(op, Define):
+        return f"define {op.flow} = {j(op.program.get('body'))}"
+    if isinstance(op, Start):
+        return f"start {op.execution} of {op.flow} with {j(op.input)}"
+    if isinstance(op, Resume):
+        return f"resume {op.execution} with {op.type!r} {j(op.payload)}"
+    if isinstance(op, Recover):
+        return f"recover {op.execution}"
+    return f"load {op.execution}: {len(op.events)} events" + (" after a snapshot" if op.snapshot else "")
+
+
+# -- JSON form (the models live with the regression-log format in spec/) --------
+def from_model(model: BaseModel) -> Operation:
+    if isinstance(model, DefineModel):
+        return Define(model.flow, model.program)
+    if isinstance(model, StartModel):
+        return Start(model.execution, model.flow, model.input)
+    if isinstance(model, ResumeModel):
+        return Resume(model.execution, model.type, model.payload)
+    if isinstance(model, RecoverModel):
+        return Recover(model.execution)
+    if isinstance(model, LoadModel):
+        return Load(model.execution, [e.model_dump() for e in model.events], model.snapshot)
+    raise TypeError(model)
+
+
+def to_json(op: Operation) -> dict[str, JSON]:
+    if isinstance(op, Define):
+        return {"op": "define", "flow": op.flow, "program": op.program}
+    if isinstance(op, Start):
+        return {"op": "start", "execution": op.execution, "flow": op.flow, "input": op.input}
+    if isinstance(op, Resume):
+        return {"op": "resume", "execution": op.execution, "type": op.type, "payload": op.payload}
+    if isinstance(op, Recover):
+        return {"op": "recover", "execution": op.execution}
+    data: dict[str, JSON] = {"op": "load", "execution": op.execution, "events": op.events}
+    if op.snapshot is not None:
+        data["snapshot"] = op.snapshot
+    return data

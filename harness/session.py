@@ -1,0 +1,163 @@
+"""A session applies operations to one implementation and records what every
+check needs: the outcome, the execution's log before and after, its state and
+(with the "fold" feature) its own fold of the new log.
+
+The implementation is untrusted: anything it raises, or returns in the wrong
+shape, becomes an `ImplementationFailed` naming the operation, never a crash
+of the harness."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from loomcheck.harness.driver import JSON, Driver, Hello, Outcome
+from loomcheck.harness.script import Define, Load, Operation, Recover, Resume, Start, describe, execution_of
+from loomcheck.spec.programs import FlowProgram
+
+
+class ImplementationFailed(Exception):
+    """The implementation raised, or answered with something that is not data."""
+
+    def __init__(self, operation: str, detail: str) -> None:
+        super().__init__(f"{operation}: {detail}")
+        self.operation = operation
+        self.detail = detail
+
+
+@dataclass
+class Step:
+    index: int
+    op: Operation
+    outcome: Outcome
+    execution: str | None
+    log_before: list[dict[str, JSON]]
+    log_after: list[dict[str, JSON]]
+    state_after: dict[str, JSON] | None
+    folded_after: dict[str, JSON] | None
+
+
+@dataclass
+class Trace:
+    """Everything a predicate may look at: the flows defined, the snapshot each
+    loaded execution started from, and the steps so far."""
+
+    flows: dict[str, FlowProgram] = field(default_factory=dict)
+    snapshots: dict[str, dict[str, JSON]] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def operations(self) -> list[Operation]:
+        return [s.op for s in self.steps]
+
+    def flow_of(self, log: list[dict[str, JSON]], execution: str | None = None) -> FlowProgram | None:
+        """The program an execution runs, from its EXECUTION_STARTED (or its snapshot)."""
+        flow_id = None
+        for event in log:
+            if event.get("type") == "EXECUTION_STARTED" and isinstance(event.get("payload"), dict):
+                flow_id = event["payload"].get("flowId")
+                break
+        if flow_id is None and execution in self.snapshots:
+            flow_id = self.snapshots[execution].get("flowId")
+        return self.flows.get(flow_id) if isinstance(flow_id, str) else None
+
+
+def hello_of(driver: Driver) -> Hello:
+    try:
+        raw = driver.hello()
+        return raw if isinstance(raw, Hello) else Hello.model_validate(raw)
+    except ValidationError as exc:
+        raise ImplementationFailed("hello", f"hello is not {{name, version, eventSchema, features}}: {exc.errors()[0]['msg']}") from None
+    except Exception as exc:  # noqa: BLE001 - the implementation is untrusted
+        raise ImplementationFailed("hello", f"{type(exc).__name__}: {exc}") from None
+
+
+class Session:
+    def __init__(self, driver: Driver, features: frozenset[str]) -> None:
+        self.driver = driver
+        self.features = features
+        self.trace = Trace()
+
+    def reset(self) -> None:
+        self._call("reset", self.driver.reset)
+        self.trace = Trace()
+
+    def apply(self, op: Operation) -> Step:
+        execution = execution_of(op)
+        before = self.read_log(execution) if execution is not None else []
+        outcome = self._outcome(describe(op), lambda: self._dispatch(op))
+        if isinstance(op, Define) and outcome.ok:
+            try:
+                self.trace.flows[op.flow] = FlowProgram.model_validate(op.program)
+            except ValidationError:
+                pass  # the implementation accepted a program the spec does not: predicates see no flow
+        if isinstance(op, Load) and outcome.ok and op.snapshot is not None:
+            self.trace.snapshots[op.execution] = op.snapshot
+        after: list[dict[str, JSON]] = []
+        state = folded = None
+        if execution is not None:
+            after = self.read_log(execution)
+            if after or execution in self.trace.snapshots:
+                state = self.read_state(execution)
+                if "fold" in self.features:
+                    folded = self.fold(after, self.trace.snapshots.get(execution))
+        step = Step(len(self.trace.steps), op, outcome, execution, before, after, state, folded)
+        self.trace.steps.append(step)
+        return step
+
+    # -- reads -------------------------------------------------------------------
+    def read_log(self, execution: str) -> list[dict[str, JSON]]:
+        log = self._call(f"read_log {execution}", lambda: self.driver.read_log(execution))
+        if not isinstance(log, list) or not all(_is_event(e) for e in log):
+            raise ImplementationFailed(f"read_log {execution}", "not a list of {seq, type, payload} events")
+        return log
+
+    def read_state(self, execution: str) -> dict[str, JSON]:
+        state = self._call(f"read_state {execution}", lambda: self.driver.read_state(execution))
+        if not isinstance(state, dict):
+            raise ImplementationFailed(f"read_state {execution}", f"not an object: {type(state).__name__}")
+        return state
+
+    def fold(self, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> dict[str, JSON]:
+        state = self._call("fold", lambda: self.driver.fold(events, snapshot))
+        if not isinstance(state, dict):
+            raise ImplementationFailed("fold", f"not an object: {type(state).__name__}")
+        return state
+
+    # -- calls -------------------------------------------------------------------
+    def _dispatch(self, op: Operation) -> Any:
+        if isinstance(op, Define):
+            return self.driver.define_flow(op.flow, op.program)
+        if isinstance(op, Start):
+            return self.driver.start(op.execution, op.flow, op.input)
+        if isinstance(op, Resume):
+            return self.driver.resume(op.execution, op.type, op.payload)
+        if isinstance(op, Recover):
+            return self.driver.recover(op.execution)
+        if isinstance(op, Load):
+            return self.driver.load(op.execution, op.events, op.snapshot)
+        raise TypeError(op)
+
+    def _outcome(self, label: str, call: Callable[[], Any]) -> Outcome:
+        raw = self._call(label, call)
+        if isinstance(raw, Outcome):
+            return raw
+        if isinstance(raw, dict) and isinstance(raw.get("ok"), bool):
+            return Outcome(ok=raw["ok"], error=raw.get("error"), reason=raw.get("reason"), message=str(raw.get("message") or ""))
+        raise ImplementationFailed(label, f"returned {raw!r}, not an Outcome")
+
+    @staticmethod
+    def _call(label: str, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except ImplementationFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the implementation is untrusted
+            raise ImplementationFailed(label, f"raised {type(exc).__name__}: {exc}") from None
+
+
+def _is_event(event: Any) -> bool:
+    return isinstance(event, dict) and isinstance(event.get("seq"), int) and isinstance(event.get("type"), str) \
+        and "payload" in event

@@ -1,0 +1,82 @@
+"""State is the fold of the log: the answers fold in order, an implementation's
+state equals its own fold from nothing, and equals the reference's fold."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from loomcheck.harness.session import Step, Trace
+from loomcheck.properties.jsonvalues import json_equal, show
+from loomcheck.properties.logview import entries_of
+from loomcheck.properties.registry import Violation, predicate
+
+OBSERVABLE_VARIABLES = ("_input", "_resumePayloads", "_resumePayload")
+
+
+def observable(state: dict[str, Any]) -> dict[str, Any]:
+    """The part of a folded state the spec defines (kernels may keep more)."""
+    variables = state.get("variables") if isinstance(state.get("variables"), dict) else {}
+    steps = state.get("steps") if isinstance(state.get("steps"), dict) else {}
+    return {
+        "status": state.get("status"),
+        "flowId": state.get("flowId"),
+        "suspendedOn": state.get("suspendedOn"),
+        "output": state.get("output"),
+        "variables": {k: variables[k] for k in OBSERVABLE_VARIABLES if k in variables},
+        "steps": {k: {"status": v.get("status"), "output": v.get("output")} for k, v in steps.items() if isinstance(v, dict)},
+    }
+
+
+def differences(left: dict[str, Any], right: dict[str, Any], prefix: str = "") -> list[str]:
+    found: list[str] = []
+    for key in sorted(set(left) | set(right)):
+        path = f"{prefix}{key}"
+        a, b = left.get(key, "<absent>"), right.get(key, "<absent>")
+        if isinstance(a, dict) and isinstance(b, dict):
+            found.extend(differences(a, b, path + "."))
+        elif not json_equal(a, b):
+            found.append(f"{path}: {show(a, 50)} vs {show(b, 50)}")
+    return found
+
+
+@predicate("fold.resume-payloads-ordered")
+def answers_fold_in_order(step: Step, trace: Trace) -> Iterator[Violation]:
+    if step.state_after is None:
+        return
+    entries = entries_of(step.log_after, trace.snapshots.get(step.execution or ""))
+    variables = step.state_after.get("variables") or {}
+    folded = variables.get("_resumePayloads", [] if not entries else None)
+    expected = [e.payload for e in entries]
+    if not isinstance(folded, list) or not json_equal(folded, expected):
+        yield Violation("fold.resume-payloads-ordered",
+                        f"_resumePayloads is {show(folded)}, but the log's answers in order are {show(expected)} "
+                        f"(from {', '.join('#' + str(e.seq) for e in entries if e.seq) or 'no event'}).",
+                        tuple(e.seq for e in entries if e.seq))
+    elif entries and entries[-1].seq is not None and not json_equal(variables.get("_resumePayload"), entries[-1].payload):
+        yield Violation("fold.resume-payloads-ordered",
+                        f"_resumePayload is {show(variables.get('_resumePayload'))}, but the latest answer is "
+                        f"{show(entries[-1].payload)} (#{entries[-1].seq}).", (entries[-1].seq,))
+
+
+@predicate("fold.state-is-fold-of-log")
+def state_is_own_fold(step: Step, trace: Trace) -> Iterator[Violation]:
+    if step.state_after is None or step.folded_after is None:
+        return
+    diff = differences(step.state_after, step.folded_after)
+    if diff:
+        yield Violation("fold.state-is-fold-of-log",
+                        f"the state read from the implementation differs from its own fold of the same {len(step.log_after)} "
+                        f"events: {'; '.join(diff[:3])}.")
+
+
+@predicate("fold.matches-reference")
+def state_matches_reference(step: Step, trace: Trace) -> Iterator[Violation]:
+    if step.state_after is None:
+        return
+    from loomcheck.reference.driver import fold_json  # the point of a differential check
+
+    reference = fold_json(step.log_after, trace.snapshots.get(step.execution or ""))
+    diff = differences(observable(step.state_after), observable(reference))
+    if diff:
+        yield Violation("fold.matches-reference",
+                        f"implementation state vs the reference fold of its log: {'; '.join(diff[:3])}.")

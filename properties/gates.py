@@ -1,0 +1,112 @@
+"""ADR 0057: each gate gets its own recorded answer, gates past the answers
+park, and n gates complete after n answers."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from loomcheck.harness.script import Load, Recover, Resume, Start
+from loomcheck.harness.session import Step, Trace
+from loomcheck.properties.jsonvalues import json_equal, show
+from loomcheck.properties.logview import IN_DOUBT, final_moment, observations, served_answers, walk
+from loomcheck.properties.registry import Violation, predicate
+
+DRIVES = (Start, Resume, Recover)
+
+
+@predicate("gate.i-receives-entry-i")
+def gate_receives_its_entry(step: Step, trace: Trace) -> Iterator[Violation]:
+    snapshot = trace.snapshots.get(step.execution or "")
+    log = step.log_after
+    for seen in observations(log[len(step.log_before):]):
+        recorded = served_answers(log, snapshot, seen.seq)
+        if seen.gate >= len(recorded):
+            yield Violation("gate.i-receives-entry-i",
+                            f"gate #{seen.gate} ({seen.on!r}) passed with {show(seen.value)} (#{seen.seq}), "
+                            f"but only {len(recorded)} answer(s) were recorded before it: it received an answer nobody gave it.",
+                            (seen.seq,))
+        elif not json_equal(seen.value, recorded[seen.gate].payload):
+            entry = recorded[seen.gate]
+            origin = f"#{entry.seq} EXECUTION_RESUMED" if entry.seq else "the snapshot"
+            yield Violation("gate.i-receives-entry-i",
+                            f"gate #{seen.gate} ({seen.on!r}) received {show(seen.value)} (#{seen.seq}), "
+                            f"but entry {seen.gate} is {show(entry.payload)} (recorded by {origin}).",
+                            tuple(s for s in (seen.seq, entry.seq) if s))
+
+
+@predicate("gate.beyond-answers-parks")
+def gate_past_answers_parks(step: Step, trace: Trace) -> Iterator[Violation]:
+    flow = trace.flow_of(step.log_after, step.execution)
+    if flow is None:
+        return
+    gates = flow.gates()
+    snapshot = trace.snapshots.get(step.execution or "")
+    fresh = {e.get("seq") for e in step.log_after[len(step.log_before):]}
+    for event, moment, _ in walk(step.log_after, snapshot):
+        if event.get("type") != "EXECUTION_SUSPENDED" or event.get("seq") not in fresh:
+            continue
+        payload = event.get("payload")
+        on = payload.get("condition", {}).get("on") if isinstance(payload, dict) and isinstance(payload.get("condition"), dict) else None
+        if on == IN_DOUBT:
+            continue
+        index = moment.entries
+        if index >= len(gates):
+            yield Violation("gate.beyond-answers-parks",
+                            f"#{event['seq']} parked on {on!r}, but all {len(gates)} gate(s) of the flow already had answers "
+                            f"({moment.entries} recorded): a gate with a recorded answer re-parked.", (event["seq"],))
+        elif on != gates[index]:
+            yield Violation("gate.beyond-answers-parks",
+                            f"#{event['seq']} parked on {on!r}, but with {index} answer(s) recorded the next gate to park is "
+                            f"#{index} {gates[index]!r}.", (event["seq"],))
+
+
+@predicate("gate.completes-after-n-answers")
+def gates_complete_after_n(step: Step, trace: Trace) -> Iterator[Violation]:
+    if not isinstance(step.op, DRIVES) or not step.outcome.ok:
+        return
+    flow = trace.flow_of(step.log_after, step.execution)
+    if flow is None:
+        return
+    n = len(flow.gates())
+    snapshot = trace.snapshots.get(step.execution or "")
+    now = final_moment(step.log_after, snapshot)
+    answers = now.entries
+    last = step.log_after[-1]["seq"] if step.log_after else None
+    if now.status == "completed" and answers != n:
+        yield Violation("gate.completes-after-n-answers",
+                        f"the flow has {n} gate(s) but completed (#{last}) after {answers} answer(s).", (last,) if last else ())
+    elif now.status == "suspended" and now.parked_on != IN_DOUBT and answers >= n:
+        yield Violation("gate.completes-after-n-answers",
+                        f"the flow has {n} gate(s) and {answers} answer(s) are recorded, yet it is parked again on "
+                        f"{now.parked_on!r} (#{last}) instead of completing.", (last,) if last else ())
+    elif now.status in ("running", "pending"):
+        yield Violation("gate.completes-after-n-answers",
+                        f"after an accepted {step.op.op} the execution is {now.status}: the run neither parked nor ended.",
+                        (last,) if last else ())
+
+
+@predicate("gate.legacy-single-payload")
+def legacy_snapshot_is_one_entry(step: Step, trace: Trace) -> Iterator[Violation]:
+    snapshot = trace.snapshots.get(step.execution or "")
+    if not snapshot or isinstance(step.op, Load) or not step.outcome.ok:
+        return
+    variables = snapshot.get("variables") or {}
+    if "_resumePayloads" in variables or "_resumePayload" not in variables:
+        return
+    legacy = variables["_resumePayload"]
+    flow = trace.flow_of(step.log_after, step.execution)
+    for event in step.log_after[len(step.log_before):]:
+        payload = event.get("payload")
+        if event.get("type") == "EXECUTION_SUSPENDED" and isinstance(payload, dict) and flow is not None \
+                and flow.gates() and isinstance(payload.get("condition"), dict) \
+                and payload["condition"].get("on") == flow.gates()[0] and not any(
+                    e.get("type") == "EXECUTION_RESUMED" for e in step.log_after[len(step.log_before):]
+                    if e.get("seq", 0) < event.get("seq", 0)):
+            yield Violation("gate.legacy-single-payload",
+                            f"#{event['seq']} re-parked on the first gate {flow.gates()[0]!r}, although the pre-1.16 snapshot "
+                            f"answers it with _resumePayload {show(legacy)}.", (event["seq"],))
+    for seen in observations(step.log_after[len(step.log_before):]):
+        if seen.gate == 0 and not json_equal(seen.value, legacy):
+            yield Violation("gate.legacy-single-payload",
+                            f"gate #0 received {show(seen.value)} (#{seen.seq}), but the pre-1.16 snapshot's _resumePayload "
+                            f"is {show(legacy)}.", (seen.seq,))

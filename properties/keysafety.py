@@ -1,0 +1,108 @@
+"""Key safety (ADR 0077, "A prototype-chain bug this surfaced"): a string an
+outsider controls is only ever looked up as an own key. Through the fold an
+unknown type is a no-op; through resume it is refused with a typed reason or
+answers the gate that bears that name; nothing crashes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from loomcheck.fuzz.hostile import ALL, CATEGORIES
+from loomcheck.harness.script import Define, Resume, Start
+from loomcheck.harness.session import ImplementationFailed, Session, Step, Trace
+from loomcheck.properties.folding import differences, observable
+from loomcheck.properties.logview import final_moment
+from loomcheck.properties.registry import Violation, check_step, predicate
+from loomcheck.spec.vocabulary import kernel_event_types, refusals
+
+HOSTILE = frozenset(ALL)
+ID = "fold.key-safety"
+
+
+@predicate(ID)
+def hostile_names_are_only_names(step: Step, trace: Trace) -> Iterator[Violation]:
+    if not isinstance(step.op, Resume) or step.op.type not in HOSTILE:
+        return
+    before = final_moment(step.log_before, trace.snapshots.get(step.execution or ""))
+    answered_its_gate = before.status == "suspended" and before.parked_on == step.op.type
+    if step.outcome.ok and not answered_its_gate:
+        yield Violation(ID, f"resume with the hostile type {step.op.type[:40]!r} was accepted although the execution was "
+                            f"{'parked on ' + repr(before.parked_on) if before.parked_on else before.status}.")
+    if not step.outcome.ok and step.outcome.reason not in refusals().reasons:
+        yield Violation(ID, f"resume with the hostile type {step.op.type[:40]!r} was refused with the uncatalogued "
+                            f"reason {step.outcome.reason!r}.")
+
+
+@dataclass
+class CorpusResult:
+    cases: int = 0
+    per_category: dict[str, int] = field(default_factory=dict)
+    violations: list[Violation] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+def run_hostile_names(session: Session) -> CorpusResult:
+    """Each name three ways: folded as an event type, sent as a resume type at a
+    parked gate with another name, and used as a gate's own name and answered."""
+    result = CorpusResult()
+    kernel = kernel_event_types()
+    for category, names in CATEGORIES.items():
+        for number, name in enumerate(names):
+            if name in kernel:
+                continue
+            result.per_category[category] = result.per_category.get(category, 0) + 3
+            result.cases += 3
+            label = f"{category}[{number}]"
+            try:
+                result.violations.extend(_fold_case(session, name, label))
+                result.violations.extend(_resume_case(session, name, label))
+                result.violations.extend(_gate_case(session, name, label))
+            except ImplementationFailed as failed:
+                result.failed.append(f"{label} {name[:30]!r}: {failed}")
+    return result
+
+
+def _fold_case(session: Session, name: str, label: str) -> list[Violation]:
+    if "fold" not in session.features:
+        return []
+    started = {"seq": 1, "type": "EXECUTION_STARTED", "payload": {"flowId": "f", "input": None}}
+    plain = session.fold([started], None)
+    hostile = session.fold([started, {"seq": 2, "type": name, "payload": {"x": 1}}], None)
+    diff = differences(observable(plain), observable(hostile))
+    if diff:
+        return [Violation(ID, f"{label}: folding an event of type {name[:40]!r} changed the state ({'; '.join(diff[:2])}); "
+                              f"an unknown type must fold as a no-op.", (2,))]
+    return []
+
+
+def _resume_case(session: Session, name: str, label: str) -> list[Violation]:
+    session.reset()
+    gate = "go" if name != "go" else "stop"
+    session.apply(Define("f", {"body": [{"op": "suspend", "on": gate}, {"op": "complete"}]}))
+    session.apply(Start("x", "f", None))
+    step = session.apply(Resume("x", name, {"approved": True}))
+    found = check_step(step, session.trace, (ID, "refusal.append-nothing", "refusal.typed-reason"))
+    if step.outcome.ok:
+        found.append(Violation(ID, f"{label}: resume with type {name[:40]!r} answered a gate named {gate!r}."))
+    return [Violation(v.invariant if v.invariant == ID else ID, f"{label}: {v.message}", v.events) for v in found]
+
+
+def _gate_case(session: Session, name: str, label: str) -> list[Violation]:
+    session.reset()
+    defined = session.apply(Define("f", {"body": [{"op": "suspend", "on": name}, {"op": "observe"}, {"op": "complete"}]}))
+    if not defined.outcome.ok:
+        # A name no store can write may be refused when the flow is defined, with a typed reason.
+        if defined.outcome.reason in refusals().reasons:
+            return []
+        return [Violation(ID, f"{label}: defining a gate named {name[:40]!r} was refused with the uncatalogued "
+                              f"reason {defined.outcome.reason!r}.")]
+    session.apply(Start("x", "f", None))
+    step = session.apply(Resume("x", name, {"approved": True}))
+    if not step.outcome.ok:
+        return [Violation(ID, f"{label}: a gate named {name[:40]!r} could not be answered by a resume naming it "
+                              f"({step.outcome.reason}: {step.outcome.message[:80]}).")]
+    status = (step.state_after or {}).get("status")
+    if status != "completed":
+        return [Violation(ID, f"{label}: after answering the gate named {name[:40]!r} the execution is {status}, not completed.")]
+    return []

@@ -1,0 +1,129 @@
+"""Reading a log as the spec describes it, independently of any kernel: which
+EXECUTION_RESUMED events became answer entries (ADR 0057, with ADR 0104 D3),
+where the execution was parked, and what each gate observed.
+
+This is a second implementation of the fold's answer rule, written from the
+ADRs, so the predicates do not trust the kernel (or the reference) they check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from loomcheck.spec.programs import OBSERVED_EVENT
+
+JSON = Any
+IN_DOUBT = "EffectInDoubtResolved"
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+@dataclass(frozen=True)
+class Entry:
+    index: int
+    seq: int | None      # the EXECUTION_RESUMED that created it (None: from a snapshot)
+    payload: JSON
+
+
+@dataclass(frozen=True)
+class Moment:
+    """The execution as of just before event `seq`."""
+
+    status: str
+    parked_on: str | None
+    entries: int
+
+
+def _base(snapshot: dict[str, JSON] | None) -> tuple[list[Entry], JSON, bool]:
+    """From a snapshot: the folded answer list, the legacy single answer, and
+    whether the snapshot is pre-1.16 (a `_resumePayload` but no list)."""
+    variables = (snapshot or {}).get("variables") or {}
+    folded = variables.get("_resumePayloads")
+    if isinstance(folded, list):
+        return [Entry(i, None, p) for i, p in enumerate(folded)], None, False
+    if "_resumePayload" in variables:
+        return [], variables["_resumePayload"], True
+    return [], None, False
+
+
+def walk(log: list[dict[str, JSON]], snapshot: dict[str, JSON] | None = None) -> Iterator[tuple[dict[str, JSON], Moment, Entry | None]]:
+    """Yield each event with the moment before it and the entry it created, if any."""
+    status = str((snapshot or {}).get("status") or "pending")
+    condition = (snapshot or {}).get("suspendedOn")
+    parked_on = condition.get("on") if status == "suspended" and isinstance(condition, dict) else None
+    base, _, legacy = _base(snapshot)
+    folded = len(base)
+    for event in log:
+        # The context serves the folded list; a pre-1.16 snapshot with no list yet serves its one answer (ADR 0057).
+        served = folded if (folded or not legacy) else 1
+        moment = Moment(status, parked_on, served)
+        created = None
+        kind, payload = event.get("type"), event.get("payload")
+        if kind == "EXECUTION_STARTED":
+            status, parked_on = "running", None
+        elif kind == "EXECUTION_SUSPENDED":
+            status = "suspended"
+            cond = payload.get("condition") if isinstance(payload, dict) else None
+            parked_on = cond.get("on") if isinstance(cond, dict) else None
+        elif kind == "EXECUTION_RESUMED":
+            # ADR 0104 D3: a null resume that answers no suspend point is status-only.
+            status_only = payload is None and (status != "suspended" or parked_on == IN_DOUBT)
+            if not status_only:
+                created = Entry(folded, event.get("seq"), payload)
+                folded += 1
+            status, parked_on = "running", None
+        elif kind == "EXECUTION_COMPLETED":
+            status = "completed"
+        elif kind == "EXECUTION_FAILED":
+            status = "failed"
+        elif kind == "EXECUTION_CANCELLED":
+            status = "cancelled"
+        yield event, moment, created
+
+
+def entries_of(log: list[dict[str, JSON]], snapshot: dict[str, JSON] | None = None) -> list[Entry]:
+    """What the fold's `_resumePayloads` holds after the log."""
+    found, _, _ = _base(snapshot)
+    found.extend(entry for _, _, entry in walk(log, snapshot) if entry is not None)
+    return found
+
+
+def served_answers(log: list[dict[str, JSON]], snapshot: dict[str, JSON] | None, before_seq: int) -> list[Entry]:
+    """The answers a run that starts before event `before_seq` serves to its gates,
+    in order: the folded list, or a pre-1.16 snapshot's single answer."""
+    base, legacy_answer, legacy = _base(snapshot)
+    created = [entry for event, _, entry in walk(log, snapshot) if entry is not None and entry.seq < before_seq]
+    if legacy and not created:
+        return [Entry(0, None, legacy_answer)]
+    return base + created
+
+
+def final_moment(log: list[dict[str, JSON]], snapshot: dict[str, JSON] | None = None) -> Moment:
+    """The execution as of the end of the log."""
+    sentinel = {"seq": None, "type": "", "payload": None}
+    moment = None
+    for _, moment, _ in walk([*log, sentinel], snapshot):
+        pass
+    assert moment is not None
+    return moment
+
+
+@dataclass(frozen=True)
+class Observation:
+    seq: int
+    gate: int
+    on: str | None
+    value: JSON
+
+
+def observations(log: list[dict[str, JSON]]) -> list[Observation]:
+    found = []
+    for event in log:
+        payload = event.get("payload")
+        if event.get("type") == OBSERVED_EVENT and isinstance(payload, dict) and isinstance(payload.get("gate"), int):
+            found.append(Observation(event["seq"], payload["gate"], payload.get("on"), payload.get("value")))
+    return found
+
+
+def ref(event: dict[str, JSON]) -> str:
+    """How explanations cite an event: `#7 EXECUTION_RESUMED`."""
+    return f"#{event.get('seq')} {event.get('type')}"

@@ -1,0 +1,107 @@
+"""Refuse before append, typed refusals, and the resume ingress gate
+(ADR 0104 D1 and D4; ADR 0077 D3)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from loomcheck.harness.script import Define, Recover, Resume
+from loomcheck.harness.session import Step, Trace
+from loomcheck.properties.jsonvalues import json_equal, show
+from loomcheck.properties.logview import final_moment
+from loomcheck.properties.registry import Violation, predicate
+from loomcheck.spec.vocabulary import kernel_event_types, refusals
+
+
+def _before(step: Step, trace: Trace):
+    return final_moment(step.log_before, trace.snapshots.get(step.execution or ""))
+
+
+def _exists(step: Step, trace: Trace) -> bool:
+    return bool(step.log_before) or (step.execution or "") in trace.snapshots
+
+
+def _appended(step: Step) -> list[int]:
+    return [e.get("seq") for e in step.log_after[len(step.log_before):]]
+
+
+@predicate("refusal.append-nothing")
+def refusal_appends_nothing(step: Step, trace: Trace) -> Iterator[Violation]:
+    if step.outcome.ok or isinstance(step.op, Define):
+        return
+    if step.log_after != step.log_before:
+        added = step.log_after[len(step.log_before):] if step.log_after[:len(step.log_before)] == step.log_before else step.log_after
+        cited = ", ".join(f"#{e.get('seq')} {e.get('type')}" for e in added[:4])
+        yield Violation("refusal.append-nothing",
+                        f"{step.op.op} was refused ({step.outcome.reason}) but the log changed: {cited or 'events removed'}.",
+                        tuple(e.get("seq") for e in added[:4]))
+
+
+@predicate("refusal.typed-reason")
+def refusal_is_typed(step: Step, trace: Trace) -> Iterator[Violation]:
+    if step.outcome.ok:
+        return
+    known = {r.reason: r.error for r in refusals().refusal}
+    reason, error = step.outcome.reason, step.outcome.error
+    if reason not in known:
+        yield Violation("refusal.typed-reason", f"{step.op.op} was refused with reason {reason!r}, which is not a catalogued refusal reason.")
+    elif error != known[reason]:
+        yield Violation("refusal.typed-reason", f"{step.op.op} was refused {reason!r} as {error!r}; the catalogue types that reason as {known[reason]!r}.")
+
+
+@predicate("resume.kernel-namespace")
+def kernel_types_are_refused(step: Step, trace: Trace) -> Iterator[Violation]:
+    if isinstance(step.op, Resume) and step.op.type in kernel_event_types() and step.outcome.reason != "kernel-namespace":
+        yield Violation("resume.kernel-namespace",
+                        f"a caller resumed with the kernel event type {step.op.type!r} and got {step.outcome.short()}, "
+                        f"not refused kernel-namespace.", tuple(_appended(step)))
+
+
+@predicate("resume.not-suspended")
+def unparked_resumes_are_refused(step: Step, trace: Trace) -> Iterator[Violation]:
+    if not _exists(step, trace):
+        return
+    before = _before(step, trace)
+    if isinstance(step.op, Resume) and step.op.type not in kernel_event_types() and before.status != "suspended":
+        if step.outcome.reason != "not-suspended":
+            yield Violation("resume.not-suspended",
+                            f"resume {step.op.type!r} arrived while the execution was {before.status} (not parked) "
+                            f"and got {step.outcome.short()}, not refused not-suspended.", tuple(_appended(step)))
+    if isinstance(step.op, Recover) and before.status == "suspended" and step.outcome.reason != "not-suspended":
+        yield Violation("resume.not-suspended",
+                        f"recovery of an execution parked on {before.parked_on!r} got {step.outcome.short()}, "
+                        f"not refused not-suspended (ADR 0104 D4).", tuple(_appended(step)))
+
+
+@predicate("resume.gate-mismatch")
+def other_gates_are_refused(step: Step, trace: Trace) -> Iterator[Violation]:
+    if not isinstance(step.op, Resume) or step.op.type in kernel_event_types() or not _exists(step, trace):
+        return
+    before = _before(step, trace)
+    if before.status == "suspended" and before.parked_on != step.op.type and step.outcome.reason != "gate-mismatch":
+        yield Violation("resume.gate-mismatch",
+                        f"resume {step.op.type!r} reached an execution parked on {before.parked_on!r} and got "
+                        f"{step.outcome.short()}, not refused gate-mismatch.", tuple(_appended(step)))
+
+
+@predicate("resume.accepted-records-answer")
+def parked_gate_answers_are_recorded(step: Step, trace: Trace) -> Iterator[Violation]:
+    if not isinstance(step.op, Resume) or step.op.type in kernel_event_types() or not _exists(step, trace):
+        return
+    before = _before(step, trace)
+    if before.status != "suspended" or before.parked_on != step.op.type:
+        return
+    if not step.outcome.ok:
+        yield Violation("resume.accepted-records-answer",
+                        f"resume {step.op.type!r} named the gate the execution is parked on and was refused "
+                        f"({step.outcome.reason}: {step.outcome.message}).")
+        return
+    added = step.log_after[len(step.log_before):]
+    expected = [(step.op.type, step.op.payload), ("EXECUTION_RESUMED", step.op.payload)]
+    got = [(e.get("type"), e.get("payload")) for e in added[:2]]
+    if len(got) < 2 or any(g[0] != x[0] or not json_equal(g[1], x[1]) for g, x in zip(got, expected)):
+        shown = ", ".join(f"#{e.get('seq')} {e.get('type')} {show(e.get('payload'), 40)}" for e in added[:2]) or "nothing"
+        yield Violation("resume.accepted-records-answer",
+                        f"the answer {show(step.op.payload)} to {step.op.type!r} should be recorded as {step.op.type} then "
+                        f"EXECUTION_RESUMED with that payload; the log recorded {shown}.",
+                        tuple(e.get("seq") for e in added[:2]))

@@ -1,0 +1,50 @@
+"""Predicates keyed by invariant id. A predicate looks at the newest step of a
+trace (and may look back at the trace) and yields Violations, each a short
+explanation that cites events by sequence number."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from loomcheck.harness.session import Step, Trace
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    message: str
+    events: tuple[int, ...] = field(default=())  # the seq numbers that prove it
+
+
+Predicate = Callable[[Step, Trace], Iterable[Violation]]
+PREDICATES: dict[str, Predicate] = {}
+
+_MODULES = ("gates", "refusals", "folding", "logs", "inputs", "keysafety")
+
+
+def predicate(invariant_id: str) -> Callable[[Predicate], Predicate]:
+    def register(fn: Predicate) -> Predicate:
+        if invariant_id in PREDICATES:
+            raise ValueError(f"two predicates for {invariant_id}")
+        PREDICATES[invariant_id] = fn
+        fn.invariant_id = invariant_id  # type: ignore[attr-defined]
+        return fn
+    return register
+
+
+def all_predicates() -> dict[str, Predicate]:
+    for name in _MODULES:
+        importlib.import_module(f"loomcheck.properties.{name}")
+    return PREDICATES
+
+
+def check_step(step: Step, trace: Trace, invariant_ids: Iterable[str]) -> list[Violation]:
+    predicates = all_predicates()
+    found: list[Violation] = []
+    for invariant_id in invariant_ids:
+        fn = predicates.get(invariant_id)
+        if fn is not None:
+            found.extend(fn(step, trace))
+    return found

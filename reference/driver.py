@@ -1,0 +1,143 @@
+"""The reference kernel behind the driver interface (harness/driver.py).
+
+`ReferenceDriver()` uses the embedded default store, SQLite, in a private
+temporary file; `ReferenceDriver(store="memory")` is the fast in-memory one.
+The seams `runtime_class` and `context_class` let the project's tests build
+seeded mutants of the reference without copying it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from loomcheck import __version__
+from loomcheck.harness.driver import JSON, Hello, Outcome
+from loomcheck.reference.context import FlowContext
+from loomcheck.reference.errors import KernelRefusal
+from loomcheck.reference.events import Event, NotJson, to_plain_json
+from loomcheck.reference.fold import State, fold
+from loomcheck.reference.runtime import Runtime
+from loomcheck.reference.stores.base import EventStore, StoreError
+from loomcheck.reference.stores.memory import InMemoryEventStore
+from loomcheck.spec.programs import FlowProgram
+from loomcheck.spec.vocabulary import vocabulary
+
+FEATURES = ["fold", "load-log", "recover", "input-validation"]
+
+
+class ReferenceDriver:
+    name = "loomcheck-reference"
+
+    def __init__(self, store: str | EventStore = "sqlite", *, runtime_class: Callable[..., Runtime] = Runtime,
+                 context_class: Callable[..., FlowContext] = FlowContext) -> None:
+        self._tmpdir: str | None = None
+        self.store = self._make_store(store)
+        self.runtime = runtime_class(self.store, context_class=context_class)
+
+    def _make_store(self, store: str | EventStore) -> EventStore:
+        if not isinstance(store, str):
+            return store
+        if store == "memory":
+            return InMemoryEventStore()
+        if store == "sqlite":
+            from loomcheck.reference.stores.sqlite import SqliteEventStore
+
+            self._tmpdir = tempfile.mkdtemp(prefix="loomcheck-ref-")
+            return SqliteEventStore(os.path.join(self._tmpdir, "events.db"))
+        raise ValueError(f"unknown store {store!r} (use 'sqlite' or 'memory')")
+
+    # -- the driver interface ----------------------------------------------------
+    def hello(self) -> Hello:
+        return Hello(name=self.name, version=__version__, eventSchema=vocabulary().current, features=list(FEATURES))
+
+    def reset(self) -> None:
+        self.store.clear()
+        self.runtime.flows.clear()
+
+    def define_flow(self, flow_id: str, program: dict[str, JSON]) -> Outcome:
+        try:
+            to_plain_json([flow_id, program])  # names a store could not write are refused here, not mid-run
+            parsed = FlowProgram.model_validate(program)
+        except NotJson as exc:
+            return Outcome.refused("FlowDefinitionError", "invalid-program", f"not storable JSON: {exc}")
+        except ValidationError as exc:
+            return Outcome.refused("FlowDefinitionError", "invalid-program", _first_error(exc))
+        self.runtime.register(flow_id, parsed)
+        return Outcome.accepted()
+
+    def start(self, execution_id: str, flow_id: str, input: JSON) -> Outcome:
+        return self._refusable(lambda: self.runtime.start(execution_id, flow_id, input))
+
+    def resume(self, execution_id: str, event_type: str, payload: JSON) -> Outcome:
+        return self._refusable(lambda: self.runtime.resume(execution_id, event_type, payload))
+
+    def recover(self, execution_id: str) -> Outcome:
+        return self._refusable(lambda: self.runtime.recover(execution_id))
+
+    def load(self, execution_id: str, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> Outcome:
+        if self.runtime.exists(execution_id):
+            return Outcome.refused("FlowDefinitionError", "duplicate-execution", f"{execution_id!r} exists")
+        first = 1
+        if snapshot is not None:
+            seq = int(snapshot.get("sequence") or 0)
+            self.store.put_snapshot(execution_id, seq, snapshot)
+            first = seq + 1
+        entries = [(str(e["type"]), e.get("payload")) for e in events]
+        if entries:
+            try:
+                self.store.append(execution_id, first, entries)
+            except StoreError as exc:
+                return Outcome.refused("FlowDefinitionError", "invalid-program", f"log cannot be imported: {exc}")
+        return Outcome.accepted()
+
+    def read_log(self, execution_id: str) -> list[dict[str, JSON]]:
+        return [event.to_json() for event in self.runtime.log(execution_id)]
+
+    def read_state(self, execution_id: str) -> dict[str, JSON]:
+        return self.runtime.state(execution_id).to_json()
+
+    def fold(self, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> dict[str, JSON]:
+        return fold_json(events, snapshot)
+
+    def close(self) -> None:
+        self.store.close()
+        if self._tmpdir:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    # -- helpers -----------------------------------------------------------------
+    @staticmethod
+    def _refusable(operation: Callable[[], Any]) -> Outcome:
+        try:
+            operation()
+        except KernelRefusal as refusal:
+            return Outcome.refused(refusal.error, refusal.reason, refusal.message)
+        return Outcome.accepted()
+
+
+def fold_json(events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None = None) -> dict[str, JSON]:
+    """The reference fold over logs in the driver's JSON form (used for differential checks)."""
+    base = State.from_json(snapshot) if snapshot is not None else None
+    typed = [Event("", int(e.get("seq") or 0), e.get("type"), e.get("payload")) for e in events]
+    return fold(typed, base).to_json()
+
+
+def _first_error(exc: ValidationError) -> str:
+    problem = exc.errors()[0]
+    where = ".".join(str(p) for p in problem["loc"]) or "(program)"
+    return f"{where}: {problem['msg']}"
+
+
+def memory() -> ReferenceDriver:
+    """Factory for `--impl python:loomcheck.reference.driver:memory`."""
+    return ReferenceDriver(store="memory")
+
+
+def sqlite() -> ReferenceDriver:
+    """Factory for `--impl python:loomcheck.reference.driver:sqlite` (the default)."""
+    return ReferenceDriver(store="sqlite")

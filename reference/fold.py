@@ -1,0 +1,249 @@
+"""The fold: a pure function from events to state.
+
+`fold(events, snapshot)` starts from an empty state (or a copy of a snapshot)
+and applies one handler per event. Handlers are looked up in a plain dict by
+the event's type, so a type string an outsider sends can only ever find an own
+entry: `__proto__`, `__class__`, `__init__`, `get` and friends are unknown
+types and fold as no-ops (ADR 0077, "A prototype-chain bug this surfaced").
+The handler table's keys are exactly the spec's kernel namespace
+(spec/events.toml); a test pins that.
+
+Handlers read payload fields defensively (`_field`): a log written by someone
+else may carry any JSON, and the fold must not crash on it.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping
+
+from loomcheck.reference.events import JSON, Event
+
+IN_DOUBT_GATE = "EffectInDoubtResolved"
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+@dataclass(slots=True)
+class State:
+    sequence: int = 0
+    status: str = "pending"
+    flow_id: str | None = None
+    suspended_on: dict[str, JSON] | None = None
+    variables: dict[str, JSON] = field(default_factory=dict)
+    steps: dict[str, dict[str, JSON]] = field(default_factory=dict)
+    output: JSON = None
+    error: JSON = None
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "sequence": self.sequence,
+            "status": self.status,
+            "flowId": self.flow_id,
+            "suspendedOn": copy.deepcopy(self.suspended_on),
+            "variables": copy.deepcopy(self.variables),
+            "steps": copy.deepcopy(self.steps),
+            "output": copy.deepcopy(self.output),
+            "error": copy.deepcopy(self.error),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JSON]) -> "State":
+        """A state from a snapshot; missing keys take their empty values."""
+        data = copy.deepcopy(dict(data))
+        suspended_on = data.get("suspendedOn")
+        return cls(
+            sequence=int(data.get("sequence") or 0),
+            status=str(data.get("status") or "pending"),
+            flow_id=data.get("flowId"),
+            suspended_on=suspended_on if isinstance(suspended_on, dict) else None,
+            variables=data.get("variables") if isinstance(data.get("variables"), dict) else {},
+            steps=data.get("steps") if isinstance(data.get("steps"), dict) else {},
+            output=data.get("output"),
+            error=data.get("error"),
+        )
+
+    @property
+    def parked_on(self) -> str | None:
+        """The gate name the execution is parked on, if it is parked."""
+        if self.status != "suspended" or not self.suspended_on:
+            return None
+        on = self.suspended_on.get("on")
+        return on if isinstance(on, str) else None
+
+
+Handler = Callable[[State, JSON], None]
+
+
+def _field(payload: JSON, key: str) -> JSON:
+    return payload.get(key) if isinstance(payload, dict) else None
+
+
+def _started(state: State, payload: JSON) -> None:
+    state.status = "running"
+    flow_id = _field(payload, "flowId")
+    state.flow_id = flow_id if isinstance(flow_id, str) else None
+    state.variables["_input"] = copy.deepcopy(_field(payload, "input"))
+
+
+def _suspended(state: State, payload: JSON) -> None:
+    condition = _field(payload, "condition")
+    state.status = "suspended"
+    state.suspended_on = copy.deepcopy(condition) if isinstance(condition, dict) else {}
+
+
+def answers_no_suspend_point(state: State, payload: JSON) -> bool:
+    """ADR 0104 D3: a null resume while not parked, or parked in doubt, is status-only."""
+    if payload is not None:
+        return False
+    return state.status != "suspended" or state.parked_on == IN_DOUBT_GATE
+
+
+def _resumed(state: State, payload: JSON) -> None:
+    status_only = answers_no_suspend_point(state, payload)
+    state.status = "running"
+    state.suspended_on = None
+    if status_only:
+        return
+    entry = copy.deepcopy(payload)
+    # ADR 0057: the ordered list, append-only; the single latest key is kept for compatibility.
+    state.variables.setdefault("_resumePayloads", []).append(entry)
+    state.variables["_resumePayload"] = copy.deepcopy(entry)
+
+
+def _completed(state: State, payload: JSON) -> None:
+    state.status = "completed"
+    state.output = copy.deepcopy(_field(payload, "output"))
+
+
+def _failed(state: State, payload: JSON) -> None:
+    state.status = "failed"
+    state.error = copy.deepcopy(_field(payload, "error"))
+
+
+def _cancelled(state: State, payload: JSON) -> None:
+    state.status = "cancelled"
+
+
+def _migrated(state: State, payload: JSON) -> None:
+    entry: dict[str, JSON] = {"fromVersion": _field(payload, "fromVersion"), "toVersion": _field(payload, "toVersion")}
+    if isinstance(payload, dict) and "migratedInput" in payload:
+        # ADR 0056 D2: the fold replaces _input; every resume path reads it.
+        state.variables["_input"] = copy.deepcopy(payload["migratedInput"])
+        entry["stateMigrated"] = True
+    state.variables.setdefault("_migrations", []).append(entry)
+
+
+def _step_id(payload: JSON) -> str | None:
+    step_id = _field(payload, "stepId")
+    return step_id if isinstance(step_id, str) else None
+
+
+def _step_started(state: State, payload: JSON) -> None:
+    step_id = _step_id(payload)
+    if step_id is None:
+        return
+    attempt = _field(payload, "attempt")
+    frame = state.steps.setdefault(step_id, {})
+    frame["status"] = "started"
+    frame["attempt"] = attempt if isinstance(attempt, int) else int(frame.get("attempt") or 0) + 1
+
+
+def _step_completed(state: State, payload: JSON) -> None:
+    step_id = _step_id(payload)
+    if step_id is None:
+        return
+    frame = state.steps.setdefault(step_id, {"attempt": 1})
+    frame["status"] = "completed"
+    frame["output"] = copy.deepcopy(_field(payload, "output"))
+
+
+def _step_failed(state: State, payload: JSON) -> None:
+    step_id = _step_id(payload)
+    if step_id is None:
+        return
+    frame = state.steps.setdefault(step_id, {"attempt": 1})
+    frame["status"] = "failed"
+    frame["error"] = copy.deepcopy(_field(payload, "error"))
+
+
+def _effect_in_doubt(state: State, payload: JSON) -> None:
+    step_id = _step_id(payload)
+    if step_id is None:
+        return
+    attempt = _field(payload, "attempt")
+    state.steps.setdefault(step_id, {"attempt": 1})["inDoubtAttempt"] = attempt
+
+
+def _decision(state: State, payload: JSON) -> None:
+    decision_id = _field(payload, "decisionId")
+    if isinstance(decision_id, str):
+        state.variables.setdefault("_decisions", {})[decision_id] = copy.deepcopy(_field(payload, "choice"))
+
+
+def _approval(state: State, payload: JSON) -> None:
+    state.variables.setdefault("_approvals", []).append(copy.deepcopy(payload))
+
+
+METER_FIELDS = ("tokens", "costUsd", "ms", "wallMs", "memBytes", "netBytes")
+
+
+def _metered(state: State, payload: JSON) -> None:
+    resources = state.variables.setdefault("_resources", {})
+    for name in METER_FIELDS:
+        value = _field(payload, name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            resources[name] = resources.get(name, 0) + value
+
+
+def _quota(state: State, payload: JSON) -> None:
+    state.variables.setdefault("_resources", {})["exceeded"] = True
+
+
+def _audit(state: State, payload: JSON) -> None:
+    state.variables.setdefault("_audit", []).append(copy.deepcopy(payload))
+
+
+# The kernel namespace is exactly these keys (pinned against spec/events.toml).
+HANDLERS: Mapping[str, Handler] = MappingProxyType({
+    "EXECUTION_STARTED": _started,
+    "EXECUTION_SUSPENDED": _suspended,
+    "EXECUTION_RESUMED": _resumed,
+    "EXECUTION_COMPLETED": _completed,
+    "EXECUTION_FAILED": _failed,
+    "EXECUTION_CANCELLED": _cancelled,
+    "EXECUTION_MIGRATED": _migrated,
+    "STEP_STARTED": _step_started,
+    "STEP_COMPLETED": _step_completed,
+    "STEP_FAILED": _step_failed,
+    "EFFECT_INDOUBT": _effect_in_doubt,
+    "DECISION_RECORDED": _decision,
+    "APPROVAL_GRANTED": _approval,
+    "RESOURCE_METERED": _metered,
+    "QUOTA_EXCEEDED": _quota,
+    "SAFETY_BLOCKED": _audit,
+    "EGRESS_DENIED": _audit,
+    "EFFECT_DENIED": _audit,
+    "OUTCOME_RECORDED": _audit,
+})
+
+
+def handler_for(event_type: str) -> Handler | None:
+    """Own entries only: never an attribute, never an inherited name."""
+    return HANDLERS.get(event_type) if type(event_type) is str else None
+
+
+def apply(state: State, event: Event) -> None:
+    handler = handler_for(event.type)
+    if handler is not None:
+        handler(state, event.payload)
+    state.sequence = event.seq
+
+
+def fold(events: Iterable[Event], snapshot: State | None = None) -> State:
+    state = copy.deepcopy(snapshot) if snapshot is not None else State()
+    for event in events:
+        apply(state, event)
+    return state

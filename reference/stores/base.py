@@ -1,0 +1,65 @@
+"""The event-store interface.
+
+Every store:
+- keeps, per execution, an append-only list of events with seq 1, 2, 3, ...
+  (or, after a snapshot import, contiguous from the snapshot's seq + 1);
+- guards `append` by the expected next sequence, so that a stale concurrent
+  writer is refused (StaleAppendError) instead of interleaving;
+- stores payloads as JSON text, so `null` round-trips and what is read back is
+  exactly what any other store would read back (ADR 0104 D1, "Why null");
+- serves range reads by sequence.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+from loomcheck.reference.events import JSON, Event
+
+
+class StoreError(Exception):
+    """The store cannot do what was asked (bad payload, closed store)."""
+
+
+class StaleAppendError(StoreError):
+    """The append expected a next sequence that is no longer the next one."""
+
+    def __init__(self, execution_id: str, expected: int, actual: int) -> None:
+        super().__init__(f"stale append to {execution_id!r}: expected next seq {expected}, store is at {actual}")
+        self.execution_id = execution_id
+        self.expected = expected
+        self.actual = actual
+
+
+class EventStore(Protocol):
+    def append(self, execution_id: str, expected_seq: int, entries: Sequence[tuple[str, JSON]]) -> list[Event]:
+        """Append `(type, payload)` entries so the first gets `expected_seq`.
+        All or nothing. Raises StaleAppendError if `expected_seq` is not the
+        next sequence, StoreError if a payload is not JSON."""
+        ...
+
+    def read(self, execution_id: str, after: int = 0, upto: int | None = None) -> list[Event]:
+        """Events with `after < seq <= upto` (all after `after` when upto is None), in order."""
+        ...
+
+    def next_seq(self, execution_id: str) -> int:
+        """The sequence the next appended event gets (1 for an unknown execution)."""
+        ...
+
+    def executions(self) -> list[str]:
+        """Every execution id with a log or a snapshot, sorted."""
+        ...
+
+    def put_snapshot(self, execution_id: str, seq: int, state: dict[str, Any]) -> None:
+        """Store a folded state as of `seq` (used to import logs written elsewhere)."""
+        ...
+
+    def get_snapshot(self, execution_id: str) -> tuple[int, dict[str, Any]] | None:
+        ...
+
+    def clear(self) -> None:
+        """Forget every execution."""
+        ...
+
+    def close(self) -> None:
+        ...

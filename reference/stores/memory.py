@@ -1,0 +1,65 @@
+"""The in-memory store: for speed in tests. Payloads are kept as JSON text so it
+behaves exactly like the SQLite store (copies, null, refusals of non-JSON)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from loomcheck.reference.events import JSON, Event, loads
+from loomcheck.reference.stores.base import StaleAppendError
+from loomcheck.reference.stores.encoding import encode_entry, encode_payload
+
+
+class InMemoryEventStore:
+    def __init__(self) -> None:
+        self._logs: dict[str, list[tuple[int, str, str]]] = {}
+        self._snapshots: dict[str, tuple[int, str]] = {}
+
+    def append(self, execution_id: str, expected_seq: int, entries: Sequence[tuple[str, JSON]]) -> list[Event]:
+        encoded = [encode_entry(event_type, payload) for event_type, payload in entries]
+        actual = self.next_seq(execution_id)
+        if expected_seq != actual:
+            raise StaleAppendError(execution_id, expected_seq, actual)
+        if not encoded:
+            return []
+        log = self._logs.setdefault(execution_id, [])
+        written = []
+        for offset, (event_type, text) in enumerate(encoded):
+            seq = expected_seq + offset
+            log.append((seq, event_type, text))
+            written.append(Event(execution_id, seq, event_type, loads(text)))
+        return written
+
+    def read(self, execution_id: str, after: int = 0, upto: int | None = None) -> list[Event]:
+        log = self._logs.get(execution_id, [])
+        if not log:
+            return []
+        first = log[0][0]
+        start = max(0, after - first + 1)
+        stop = len(log) if upto is None else max(0, min(len(log), upto - first + 1))
+        return [Event(execution_id, seq, t, loads(p)) for seq, t, p in log[start:stop]]
+
+    def next_seq(self, execution_id: str) -> int:
+        log = self._logs.get(execution_id)
+        if log:
+            return log[-1][0] + 1
+        snapshot = self._snapshots.get(execution_id)
+        return snapshot[0] + 1 if snapshot else 1
+
+    def executions(self) -> list[str]:
+        return sorted(set(self._logs) | set(self._snapshots))
+
+    def put_snapshot(self, execution_id: str, seq: int, state: dict[str, Any]) -> None:
+        self._snapshots[execution_id] = (seq, encode_payload(state))
+
+    def get_snapshot(self, execution_id: str) -> tuple[int, dict[str, Any]] | None:
+        found = self._snapshots.get(execution_id)
+        return (found[0], loads(found[1])) if found else None
+
+    def clear(self) -> None:
+        self._logs.clear()
+        self._snapshots.clear()
+
+    def close(self) -> None:
+        pass
+

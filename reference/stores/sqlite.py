@@ -1,0 +1,193 @@
+"""The SQLite store: the embedded, file-backed default.
+
+Same interface and behaviour as `InMemoryEventStore`; in addition several store
+objects (threads or processes) may share one database file. Every append runs in
+one `BEGIN IMMEDIATE` transaction that re-reads the next sequence under the
+write lock, so a stale writer is refused and concurrent writers never interleave.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Sequence
+
+from loomcheck.reference.events import JSON, Event, loads
+from loomcheck.reference.stores.base import StaleAppendError, StoreError
+from loomcheck.reference.stores.encoding import encode_entry, encode_payload
+
+SCHEMA: tuple[str, ...] = (
+    # WITHOUT ROWID: the primary key is the table's only b-tree, so range reads
+    # by (execution_id, seq) walk it directly. payload is NOT NULL because JSON
+    # null is stored as the text "null", never as SQL NULL (ADR 0104 D1).
+    """CREATE TABLE IF NOT EXISTS events (
+        execution_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        PRIMARY KEY (execution_id, seq)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS snapshots (
+        execution_id TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL,
+        state TEXT NOT NULL
+    )""",
+)
+
+# The range reads, public so tests can check their query plans use the primary key.
+SELECT_AFTER = "SELECT seq, type, payload FROM events WHERE execution_id = ? AND seq > ? ORDER BY seq"
+SELECT_RANGE = "SELECT seq, type, payload FROM events WHERE execution_id = ? AND seq > ? AND seq <= ? ORDER BY seq"
+SELECT_LAST_SEQ = "SELECT MAX(seq) FROM events WHERE execution_id = ?"
+SELECT_SNAPSHOT = "SELECT seq, state FROM snapshots WHERE execution_id = ?"
+
+BUSY_TIMEOUT_MS = 5000
+
+_NOT_A_FILE = {":memory:", ""}
+
+
+class SqliteEventStore:
+    """An `EventStore` in one SQLite database file (or ":memory:")."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._path = os.fspath(path)
+        # One connection per store object, shared by its threads under a lock;
+        # isolation_level=None so that transactions are exactly the ones we begin.
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = sqlite3.connect(
+            self._path,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if self._path not in _NOT_A_FILE:
+                # WAL lets readers proceed while one writer appends; NORMAL is
+                # durable across application crashes, which is what a log needs.
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+            for statement in SCHEMA:
+                self._conn.execute(statement)
+        except sqlite3.Error as exc:
+            self._conn.close()
+            self._conn = None
+            raise StoreError(f"cannot open SQLite store {self._path!r}: {exc}") from exc
+
+    @property
+    def path(self) -> str:
+        """The database path, so another store object can be opened on the same file."""
+        return self._path
+
+    def append(self, execution_id: str, expected_seq: int, entries: Sequence[tuple[str, JSON]]) -> list[Event]:
+        """Append all `entries` from `expected_seq` on, or nothing.
+
+        Payloads are encoded before the transaction starts, so a bad one is
+        refused without touching the file; the next sequence is read under the
+        write lock, so the comparison cannot go stale before the insert.
+        """
+        encoded = [encode_entry(event_type, payload) for event_type, payload in entries]
+        rows = [(execution_id, expected_seq + offset, t, text) for offset, (t, text) in enumerate(encoded)]
+        with self._connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                actual = self._next_seq(conn, execution_id)
+                if expected_seq != actual:
+                    raise StaleAppendError(execution_id, expected_seq, actual)
+                conn.executemany("INSERT INTO events (execution_id, seq, type, payload) VALUES (?, ?, ?, ?)", rows)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return [Event(execution_id, seq, t, loads(text)) for _, seq, t, text in rows]
+
+    def read(self, execution_id: str, after: int = 0, upto: int | None = None) -> list[Event]:
+        """Events with `after < seq <= upto`, walked in primary-key order."""
+        with self._connection() as conn:
+            if upto is None:
+                found = conn.execute(SELECT_AFTER, (execution_id, after)).fetchall()
+            else:
+                found = conn.execute(SELECT_RANGE, (execution_id, after, upto)).fetchall()
+        return [Event(execution_id, seq, t, loads(text)) for seq, t, text in found]
+
+    def next_seq(self, execution_id: str) -> int:
+        """One past the last event, else one past the snapshot, else 1."""
+        with self._connection() as conn:
+            return self._next_seq(conn, execution_id)
+
+    def executions(self) -> list[str]:
+        """Ids with events or a snapshot; sorted in Python so the order is code-point order."""
+        with self._connection() as conn:
+            found = conn.execute(
+                "SELECT DISTINCT execution_id FROM events UNION SELECT execution_id FROM snapshots"
+            ).fetchall()
+        return sorted(execution_id for (execution_id,) in found)
+
+    def put_snapshot(self, execution_id: str, seq: int, state: dict[str, Any]) -> None:
+        """Store (or replace) the folded state as of `seq`."""
+        text = encode_payload(state)
+        with self._connection() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO snapshots (execution_id, seq, state) VALUES (?, ?, ?)",
+                (execution_id, seq, text),
+            )
+
+    def get_snapshot(self, execution_id: str) -> tuple[int, dict[str, Any]] | None:
+        with self._connection() as conn:
+            found = conn.execute(SELECT_SNAPSHOT, (execution_id,)).fetchone()
+        return (found[0], loads(found[1])) if found else None
+
+    def clear(self) -> None:
+        """Forget every execution, in one transaction so no reader sees half of it."""
+        with self._connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("DELETE FROM events")
+                conn.execute("DELETE FROM snapshots")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        """Close the connection; closing twice is harmless, anything else afterwards is a StoreError."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> SqliteEventStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SqliteEventStore({self._path!r})"
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """The open connection, held under the lock; SQLite failures become StoreError
+        so callers deal with one exception family whatever the backing."""
+        with self._lock:
+            if self._conn is None:
+                raise StoreError("store is closed")
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite store {self._path!r}: {exc}") from exc
+            except UnicodeEncodeError as exc:
+                # An execution id with a lone surrogate cannot be bound as UTF-8.
+                raise StoreError(f"text is not valid Unicode: {exc.reason}") from None
+
+    @staticmethod
+    def _next_seq(conn: sqlite3.Connection, execution_id: str) -> int:
+        (last,) = conn.execute(SELECT_LAST_SEQ, (execution_id,)).fetchone()
+        if last is not None:
+            return int(last) + 1
+        snapshot = conn.execute(SELECT_SNAPSHOT, (execution_id,)).fetchone()
+        return int(snapshot[0]) + 1 if snapshot else 1

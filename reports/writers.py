@@ -1,0 +1,50 @@
+"""Writing report.json and junit.xml. Each write replaces the file atomically,
+so a reader (or an interrupted run) never sees half a report."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
+
+from loomcheck.reports.model import Report
+
+
+def write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+def write_json(report: Report, path: Path) -> None:
+    write_atomically(path, report.model_dump_json(indent=2) + "\n")
+
+
+def write_junit(report: Report, path: Path) -> None:
+    suite = TestSuite(f"loomcheck: {report.implementation.name}")
+    for record in report.results:
+        case = TestCase(record.id, classname=f"adr{record.adr}")
+        detail = record.message or ""
+        if record.counterexample:
+            detail += f"\ncounterexample: {record.counterexample}"
+        if record.status == "fail":
+            case.result = [Failure(record.message or "violated", "InvariantViolated")]
+            case.system_out = detail
+        elif record.status == "error":
+            case.result = [Error(record.message or "error", "ImplementationError")]
+            case.system_out = detail
+        elif record.status == "not-applicable":
+            case.result = [Skipped(record.message or "not applicable")]
+        suite.add_testcase(case)
+    for finding in report.findings:
+        case = TestCase(f"finding: {finding.kind}", classname="loomcheck")
+        case.result = [Error(finding.message, finding.kind)]
+        suite.add_testcase(case)
+    xml = JUnitXml()
+    xml.add_testsuite(suite)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    xml.write(str(path), pretty=True)

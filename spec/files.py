@@ -1,0 +1,41 @@
+"""Reading the spec's data files from the installed package."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from loomcheck.spec.errors import SpecError
+
+SPEC_ROOT: Traversable = files("loomcheck.spec")
+
+
+def read_toml(path: Traversable | Path, label: str | None = None) -> dict[str, Any]:
+    label = label or str(path)
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{label}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{label}: cannot be read: {exc}") from None
+
+
+def read_json(path: Traversable | Path, label: str | None = None) -> Any:
+    label = label or str(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{label}: not valid JSON: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{label}: cannot be read: {exc}") from None
+
+
+def spec_label(path: Traversable | Path) -> str:
+    """A short, stable name for a spec file in messages: `spec/invariants/x.toml`."""
+    text = str(path)
+    marker = "spec/"
+    return text[text.rfind(marker):] if marker in text else text

@@ -1,0 +1,120 @@
+"""The regression-log format: a replayable script of driver operations, the
+flows it needs, and what a conforming kernel must produce. The ADRs' worked
+traces live in spec/regressions/ (the conformance corpus `loomcheck run`
+replays); counterexamples the suite finds are written in the same format.
+
+    {"format": "loomcheck-regression/1", "name": ..., "description": ...,
+     "adr": "0057", "invariants": ["gate.i-receives-entry-i", ...],
+     "origin": "adr" | "counterexample",
+     "operations": [{"op": "define", ...}, {"op": "start", ...}, ...],
+     "expect": {"outcomes": ["ok", "refused:gate-mismatch", ...],
+                "logs": {"x1": [{"seq": 1, "type": ..., "payload": ...}, ...]}},
+     "found": {"invariant": ..., "message": ..., "implementation": ...}}   # counterexamples only
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from loomcheck.spec.errors import SpecError, describe_validation_error
+from loomcheck.spec.files import SPEC_ROOT, read_json, spec_label
+
+FORMAT = "loomcheck-regression/1"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DefineModel(_Model):
+    op: Literal["define"]
+    flow: str
+    program: dict[str, JsonValue]
+
+
+class StartModel(_Model):
+    op: Literal["start"]
+    execution: str
+    flow: str
+    input: JsonValue = None
+
+
+class ResumeModel(_Model):
+    op: Literal["resume"]
+    execution: str
+    type: str
+    payload: JsonValue = None
+
+
+class RecoverModel(_Model):
+    op: Literal["recover"]
+    execution: str
+
+
+class EventModel(_Model):
+    seq: int = Field(ge=1)
+    type: str
+    payload: JsonValue = None
+
+
+class LoadModel(_Model):
+    op: Literal["load"]
+    execution: str
+    events: list[EventModel]
+    snapshot: dict[str, JsonValue] | None = None
+
+
+OperationModel = Annotated[Union[DefineModel, StartModel, ResumeModel, RecoverModel, LoadModel],
+                           Field(discriminator="op")]
+
+
+class Expectation(_Model):
+    outcomes: list[str] = Field(description='per operation: "ok" or "refused:<reason>"')
+    logs: dict[str, list[EventModel]]
+
+
+class Found(_Model):
+    invariant: str
+    message: str
+    implementation: str
+
+
+class RegressionLog(_Model):
+    format: Literal["loomcheck-regression/1"] = FORMAT
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    description: str
+    adr: str = Field(pattern=r"^\d{4}$")
+    invariants: list[str] = Field(min_length=1)
+    origin: Literal["adr", "counterexample"]
+    operations: list[OperationModel] = Field(min_length=1)
+    expect: Expectation | None = None
+    found: Found | None = None
+
+
+def load_regression(path: Traversable | Path) -> RegressionLog:
+    label = spec_label(path)
+    raw = read_json(path, label)
+    try:
+        return RegressionLog.model_validate(raw)
+    except ValidationError as exc:
+        raise describe_validation_error(label, exc, "operations", raw) from None
+
+
+def committed_regressions() -> list[tuple[str, RegressionLog]]:
+    """The conformance corpus: every log in spec/regressions/, by file name."""
+    folder = SPEC_ROOT / "regressions"
+    return [(spec_label(p), load_regression(p)) for p in sorted(folder.iterdir(), key=lambda p: p.name)
+            if p.name.endswith(".json")]
+
+
+def dump_regression(log: RegressionLog) -> str:
+    return json.dumps(log.model_dump(mode="json", exclude_none=True), indent=2, ensure_ascii=False) + "\n"
+
+
+__all__ = ["RegressionLog", "Expectation", "Found", "OperationModel", "load_regression", "committed_regressions",
+           "dump_regression", "SpecError"]

@@ -1,0 +1,53 @@
+"""The published JSON Schemas, generated from the pydantic models that are the
+single source of truth, and committed under spec/schemas/ for other languages.
+`python -m loomcheck.spec.schemas` rewrites them (and spec/catalogue.json);
+a test fails when a committed file is stale."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from loomcheck.spec.catalogue import Catalogue, export_json, load_catalogue
+from loomcheck.spec.programs import FlowProgram
+from loomcheck.spec.regressions import RegressionLog
+
+BASE = "https://loomcheck.invalid/schemas/"
+
+
+def _schema(model: type[BaseModel], name: str, title: str) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": BASE + name, "title": title, **schema}
+
+
+def generated() -> dict[str, str]:
+    """File name under spec/ -> its text."""
+    from loomcheck.reports.model import Report
+
+    schemas = {
+        "schemas/flow-program.schema.json": _schema(FlowProgram, "flow-program.schema.json", "loomcheck flow program (loomcheck-flow/1)"),
+        "schemas/regression-log.schema.json": _schema(RegressionLog, "regression-log.schema.json", "loomcheck regression log (loomcheck-regression/1)"),
+        "schemas/report.schema.json": _schema(Report, "report.schema.json", "loomcheck report (loomcheck-report/1)"),
+        "schemas/catalogue.schema.json": _schema(Catalogue, "catalogue.schema.json", "loomcheck invariant catalogue"),
+    }
+    files = {name: json.dumps(schema, indent=2, ensure_ascii=False) + "\n" for name, schema in schemas.items()}
+    files["catalogue.json"] = export_json(load_catalogue())
+    return files
+
+
+def write_all(spec_dir: Path) -> list[str]:
+    written = []
+    for name, text in generated().items():
+        path = spec_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            written.append(name)
+    return written
+
+
+if __name__ == "__main__":
+    print("\n".join(write_all(Path(__file__).parent)) or "up to date")

@@ -1,0 +1,89 @@
+"""The event vocabulary, EVENT_SCHEMA history and refusal reasons (data in
+events.toml and refusals.toml). The reference kernel reads its kernel
+namespace from here rather than keeping its own list."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from loomcheck.spec.errors import describe_validation_error
+from loomcheck.spec.files import SPEC_ROOT, read_toml, spec_label
+
+VERSION_PATTERN = r"^\d+\.\d+\.\d+$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SchemaVersion(_Strict):
+    version: str = Field(pattern=VERSION_PATTERN)
+    adr: str
+    change: str
+
+
+class EventType(_Strict):
+    type: str = Field(min_length=1)
+    kernel: bool
+    since: str = Field(pattern=VERSION_PATTERN)
+    payload: str
+    fold: str
+
+
+class Vocabulary(_Strict):
+    current: str = Field(pattern=VERSION_PATTERN)
+    history: list[SchemaVersion]
+    event: list[EventType]
+
+    @property
+    def kernel_types(self) -> frozenset[str]:
+        return frozenset(e.type for e in self.event if e.kernel)
+
+
+class Refusal(_Strict):
+    reason: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
+    error: Literal["ResumeRefusedError", "ResumePayloadValidationError", "InputValidationError",
+                   "FlowDefinitionError", "StateMigrationError", "FlowCodeMismatchError", "EmitRefusedError"]
+    adr: str = Field(pattern=r"^\d{4}$")
+    decision: str
+    description: str
+
+
+class Refusals(_Strict):
+    refusal: list[Refusal]
+
+    @property
+    def reasons(self) -> frozenset[str]:
+        return frozenset(r.reason for r in self.refusal)
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+@cache
+def vocabulary() -> Vocabulary:
+    path = SPEC_ROOT / "events.toml"
+    raw = read_toml(path, spec_label(path))
+    try:
+        return Vocabulary.model_validate(raw)
+    except ValidationError as exc:
+        raise describe_validation_error(spec_label(path), exc, "event", raw) from None
+
+
+@cache
+def refusals() -> Refusals:
+    path = SPEC_ROOT / "refusals.toml"
+    raw = read_toml(path, spec_label(path))
+    try:
+        return Refusals.model_validate(raw)
+    except ValidationError as exc:
+        raise describe_validation_error(spec_label(path), exc, "refusal", raw) from None
+
+
+def kernel_event_types() -> frozenset[str]:
+    """knownEventTypes(): the kernel namespace (ADR 0104 D1)."""
+    return vocabulary().kernel_types
