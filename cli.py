@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from loomcheck import __version__
-from loomcheck.harness.loading import ImplementationSpecError, resolve_factory
+from loomcheck.harness.loading import ImplementationSpecError, check_spec, resolve_factory
 from loomcheck.harness.replay import replay
 from loomcheck.harness.script import describe, from_model
 from loomcheck.harness.session import ImplementationFailed, Session, hello_of
@@ -83,6 +83,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     from loomcheck.harness.runner import Run
 
     catalogue = load_catalogue()
+    check_spec(args.impl)
     with _progress(console) as progress:
         tasks: dict[str, int] = {}
 

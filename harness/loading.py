@@ -21,7 +21,21 @@ class ImplementationSpecError(Exception):
     """`--impl` names nothing we can load; the message says why and what to write."""
 
 
+def check_spec(spec: str) -> None:
+    """Raise ImplementationSpecError if `spec` is not of a form we know (a usage error,
+    as opposed to a kernel that fails to load, which is a finding of the run)."""
+    if spec in ("reference", "reference:sqlite", "reference:memory"):
+        return
+    if not spec.startswith("python:"):
+        raise ImplementationSpecError(
+            f"--impl {spec!r}: expected 'reference', 'reference:memory' or 'python:MODULE:FACTORY'")
+    target, _, factory_name = spec[len("python:"):].rpartition(":")
+    if not target or not factory_name:
+        raise ImplementationSpecError(f"--impl {spec!r}: expected python:MODULE:FACTORY (for example python:mykernel.loomcheck:make)")
+
+
 def resolve_factory(spec: str) -> Callable[[], Any]:
+    check_spec(spec)
     if spec in ("reference", "reference:sqlite"):
         from loomcheck.reference.driver import sqlite
 
@@ -30,12 +44,7 @@ def resolve_factory(spec: str) -> Callable[[], Any]:
         from loomcheck.reference.driver import memory
 
         return memory
-    if not spec.startswith("python:"):
-        raise ImplementationSpecError(
-            f"--impl {spec!r}: expected 'reference', 'reference:memory' or 'python:MODULE:FACTORY'")
     target, _, factory_name = spec[len("python:"):].rpartition(":")
-    if not target or not factory_name:
-        raise ImplementationSpecError(f"--impl {spec!r}: expected python:MODULE:FACTORY (for example python:mykernel.loomcheck:make)")
     module = _import(target, spec)
     factory = getattr(module, factory_name, None)
     if factory is None or not callable(factory):

@@ -223,9 +223,14 @@ class Run:
         for inv in invariants:
             tally = self.tallies[inv.id]
             tally.examples += result.cases
-            tally.errors.extend(result.failed)
             if result.violations and tally.failure is None:
                 tally.failure = f"hostile-name corpus: {result.violations[0].message}"
+                if result.operations:
+                    tally.counterexample = self._write_counterexample(inv.id, result.operations,
+                                                                      result.violations[0].message, None)
+                    tally.operations = len(result.operations)
+                    rerun = run_operations(session, result.operations, [])
+                    tally.events = sum(len(log) for log in rerun.logs.values())
         self.progress("hostile names", 1, 1)
 
     # -- output ------------------------------------------------------------------------

@@ -79,12 +79,20 @@ class Session:
         self.driver = driver
         self.features = features
         self.trace = Trace()
+        self.in_flight: Operation | None = None  # the operation being applied, kept if the implementation fails
+
+    def script(self) -> list[Operation]:
+        """The operations so far, including one the implementation failed on."""
+        ops = self.trace.operations
+        return ops + [self.in_flight] if self.in_flight is not None else ops
 
     def reset(self) -> None:
+        self.in_flight = None
         self._call("reset", self.driver.reset)
         self.trace = Trace()
 
     def apply(self, op: Operation) -> Step:
+        self.in_flight = op
         execution = execution_of(op)
         before = self.read_log(execution) if execution is not None else []
         outcome = self._outcome(describe(op), lambda: self._dispatch(op))
@@ -105,6 +113,7 @@ class Session:
                     folded = self.fold(after, self.trace.snapshots.get(execution))
         step = Step(len(self.trace.steps), op, outcome, execution, before, after, state, folded)
         self.trace.steps.append(step)
+        self.in_flight = None
         return step
 
     # -- reads -------------------------------------------------------------------

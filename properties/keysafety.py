@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from loomcheck.fuzz.hostile import ALL, CATEGORIES
-from loomcheck.harness.script import Define, Resume, Start
+from loomcheck.harness.script import Define, Operation, Resume, Start
 from loomcheck.harness.session import ImplementationFailed, Session, Step, Trace
 from loomcheck.properties.folding import differences, observable
 from loomcheck.properties.logview import final_moment
@@ -39,7 +39,7 @@ class CorpusResult:
     cases: int = 0
     per_category: dict[str, int] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
+    operations: list[Operation] | None = None  # the script of the first violation, when it has one
 
 
 def run_hostile_names(session: Session) -> CorpusResult:
@@ -54,12 +54,16 @@ def run_hostile_names(session: Session) -> CorpusResult:
             result.per_category[category] = result.per_category.get(category, 0) + 3
             result.cases += 3
             label = f"{category}[{number}]"
-            try:
-                result.violations.extend(_fold_case(session, name, label))
-                result.violations.extend(_resume_case(session, name, label))
-                result.violations.extend(_gate_case(session, name, label))
-            except ImplementationFailed as failed:
-                result.failed.append(f"{label} {name[:30]!r}: {failed}")
+            # Scripted cases first, so a failure comes with a replayable script.
+            for case in (_resume_case, _gate_case, _fold_case):
+                try:
+                    found = case(session, name, label)
+                except ImplementationFailed as failed:
+                    # The invariant is "never crashes": a crash on a hostile name is its violation.
+                    found = [Violation(ID, f"{label}: the implementation crashed on the name {name[:40]!r}: {failed}")]
+                if found and not result.violations and case is not _fold_case:
+                    result.operations = session.script()
+                result.violations.extend(found)
     return result
 
 

@@ -15,7 +15,8 @@ from typing import Any, Callable, Iterable
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, settings
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, multiple, rule, run_state_machine_as_test
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, multiple, rule, run_state_machine_as_test
 
 from loomcheck.harness.script import Define, Operation, Recover, Resume, Start
 from loomcheck.harness.session import ImplementationFailed, Session
@@ -94,10 +95,16 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 step = session.apply(op)
                 violations = check_step(step, session.trace, ids)
             except ImplementationFailed as failed:
-                raise ImplementationFailedInRun(failed, session.trace.operations + [op]) from None
+                raise ImplementationFailedInRun(failed, session.script()) from None
             if violations:
                 raise violation_type(violations[0].invariant)(violations, session.trace.operations)
             return step
+
+        @initialize(target=executions, program=s.programs(min_gates=2), input=s.inputs)
+        def a_multi_gate_execution(self, program: dict[str, Any], input: Any):
+            """Every example has at least one execution with two or more gates to drive."""
+            flow = self.define(program)
+            return self.start(flow, input) if isinstance(flow, str) else multiple()
 
         @rule(target=flows, program=s.programs())
         def define(self, program: dict[str, Any]):
@@ -113,15 +120,26 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             step = self.apply(Start(execution, flow, input))
             return execution if step.outcome.ok else multiple()
 
-        @rule(execution=executions, payload=s.payloads)
-        def answer_the_parked_gate(self, execution: str, payload: Any) -> None:
+        def parked_gate(self, execution: str) -> str | None:
             try:
                 state = session.read_state(execution)
             except ImplementationFailed as failed:
                 raise ImplementationFailedInRun(failed, session.trace.operations) from None
             parked = state.get("suspendedOn") if state.get("status") == "suspended" else None
-            gate = parked.get("on") if isinstance(parked, dict) and isinstance(parked.get("on"), str) else "go1"
-            self.apply(Resume(execution, gate, payload))
+            return parked.get("on") if isinstance(parked, dict) and isinstance(parked.get("on"), str) else None
+
+        @rule(execution=executions, payload=s.payloads)
+        def answer_the_parked_gate(self, execution: str, payload: Any) -> None:
+            self.apply(Resume(execution, self.parked_gate(execution) or "go1", payload))
+
+        @rule(execution=executions, answers=st.lists(s.payloads, min_size=1, max_size=4))
+        def answer_gates_until_done(self, execution: str, answers: list[Any]) -> None:
+            """Drive an execution forward: answer whatever it parks on, then once more."""
+            for payload in answers:
+                gate = self.parked_gate(execution)
+                self.apply(Resume(execution, gate or "go1", payload))
+                if gate is None:
+                    break
 
         @rule(execution=executions, name=s.resume_names, payload=s.payloads)
         def resume_naming_a_gate(self, execution: str, name: str, payload: Any) -> None:

@@ -36,10 +36,13 @@ inputs = st.sampled_from([{"id": "a"}, {"id": "b", "n": 3}, {"n": "x"}, {"id": 7
 
 
 @st.composite
-def programs(draw: st.DrawFn) -> dict[str, Any]:
+def programs(draw: st.DrawFn, min_gates: int = 0) -> dict[str, Any]:
     """Linear programs: gates (each followed by observe), steps, emits, and
     sometimes an explicit completion, an input schema, or a forbidden emit."""
     kinds = draw(st.lists(st.sampled_from(("gate", "gate", "step", "emit")), max_size=7))
+    kinds = ["gate"] * max(0, min_gates - kinds.count("gate")) + kinds
+    if min_gates:
+        kinds = draw(st.permutations(kinds))
     body: list[dict[str, Any]] = []
     for index, kind in enumerate(kinds):
         if kind == "gate":

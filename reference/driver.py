@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from pydantic import ValidationError
 
@@ -20,7 +20,7 @@ from loomcheck.harness.driver import JSON, Hello, Outcome
 from loomcheck.reference.context import FlowContext
 from loomcheck.reference.errors import KernelRefusal
 from loomcheck.reference.events import Event, NotJson, to_plain_json
-from loomcheck.reference.fold import State, fold
+from loomcheck.reference.fold import HANDLERS, Handler, State, fold
 from loomcheck.reference.runtime import Runtime
 from loomcheck.reference.stores.base import EventStore, StoreError
 from loomcheck.reference.stores.memory import InMemoryEventStore
@@ -34,10 +34,12 @@ class ReferenceDriver:
     name = "loomcheck-reference"
 
     def __init__(self, store: str | EventStore = "sqlite", *, runtime_class: Callable[..., Runtime] = Runtime,
-                 context_class: Callable[..., FlowContext] = FlowContext) -> None:
+                 context_class: Callable[..., FlowContext] = FlowContext,
+                 handlers: Mapping[str, Handler] = HANDLERS) -> None:
         self._tmpdir: str | None = None
         self.store = self._make_store(store)
-        self.runtime = runtime_class(self.store, context_class=context_class)
+        self.handlers = handlers
+        self.runtime = runtime_class(self.store, context_class=context_class, handlers=handlers)
 
     def _make_store(self, store: str | EventStore) -> EventStore:
         if not isinstance(store, str):
@@ -102,7 +104,7 @@ class ReferenceDriver:
         return self.runtime.state(execution_id).to_json()
 
     def fold(self, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> dict[str, JSON]:
-        return fold_json(events, snapshot)
+        return fold_json(events, snapshot, self.handlers)
 
     def close(self) -> None:
         self.store.close()
@@ -120,11 +122,14 @@ class ReferenceDriver:
         return Outcome.accepted()
 
 
-def fold_json(events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None = None) -> dict[str, JSON]:
+def fold_json(events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None = None,
+              handlers: Mapping[str, Handler] = HANDLERS) -> dict[str, JSON]:
     """The reference fold over logs in the driver's JSON form (used for differential checks)."""
     base = State.from_json(snapshot) if snapshot is not None else None
+    if base is not None and snapshot is not None:
+        base.sequence = int(snapshot.get("sequence") or 0)
     typed = [Event("", int(e.get("seq") or 0), e.get("type"), e.get("payload")) for e in events]
-    return fold(typed, base).to_json()
+    return fold(typed, base, handlers).to_json()
 
 
 def _first_error(exc: ValidationError) -> str:

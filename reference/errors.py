@@ -29,6 +29,18 @@ class FlowDefinitionError(KernelRefusal):
     error = "FlowDefinitionError"
 
 
+class StateMigrationError(KernelRefusal):
+    """ADR 0056 D3: a transform that raises or returns nothing refuses the migration."""
+
+    error = "StateMigrationError"
+
+
+class FlowCodeMismatchError(KernelRefusal):
+    """K11: the recorded code version differs from the registered flow's."""
+
+    error = "FlowCodeMismatchError"
+
+
 class EmitRefusedError(KernelRefusal):
     """Raised inside a flow run; it fails the execution rather than refusing a caller."""
 

@@ -128,7 +128,8 @@ def _cancelled(state: State, payload: JSON) -> None:
 
 
 def _migrated(state: State, payload: JSON) -> None:
-    entry: dict[str, JSON] = {"fromVersion": _field(payload, "fromVersion"), "toVersion": _field(payload, "toVersion")}
+    entry: dict[str, JSON] = {"fromVersion": copy.deepcopy(_field(payload, "fromVersion")),
+                              "toVersion": copy.deepcopy(_field(payload, "toVersion"))}
     if isinstance(payload, dict) and "migratedInput" in payload:
         # ADR 0056 D2: the fold replaces _input; every resume path reads it.
         state.variables["_input"] = copy.deepcopy(payload["migratedInput"])
@@ -174,7 +175,7 @@ def _effect_in_doubt(state: State, payload: JSON) -> None:
     if step_id is None:
         return
     attempt = _field(payload, "attempt")
-    state.steps.setdefault(step_id, {"attempt": 1})["inDoubtAttempt"] = attempt
+    state.steps.setdefault(step_id, {"attempt": 1})["inDoubtAttempt"] = copy.deepcopy(attempt)
 
 
 def _decision(state: State, payload: JSON) -> None:
@@ -194,8 +195,14 @@ def _metered(state: State, payload: JSON) -> None:
     resources = state.variables.setdefault("_resources", {})
     for name in METER_FIELDS:
         value = _field(payload, name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            resources[name] = resources.get(name, 0) + value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        try:
+            total = resources.get(name, 0) + value
+            if math.isfinite(total):  # a sum that leaves JSON's numbers is dropped, never folded
+                resources[name] = total
+        except OverflowError:  # an integer too large for a float (JSON allows it)
+            continue
 
 
 def _quota(state: State, payload: JSON) -> None:
@@ -230,20 +237,21 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType({
 })
 
 
-def handler_for(event_type: str) -> Handler | None:
+def handler_for(event_type: str, handlers: Mapping[str, Handler] = HANDLERS) -> Handler | None:
     """Own entries only: never an attribute, never an inherited name."""
-    return HANDLERS.get(event_type) if type(event_type) is str else None
+    return handlers.get(event_type) if type(event_type) is str else None
 
 
-def apply(state: State, event: Event) -> None:
-    handler = handler_for(event.type)
+def apply(state: State, event: Event, handlers: Mapping[str, Handler] = HANDLERS) -> None:
+    handler = handler_for(event.type, handlers)
     if handler is not None:
         handler(state, event.payload)
     state.sequence = event.seq
 
 
-def fold(events: Iterable[Event], snapshot: State | None = None) -> State:
+def fold(events: Iterable[Event], snapshot: State | None = None, handlers: Mapping[str, Handler] = HANDLERS) -> State:
+    """`handlers` is a seam for the project's seeded mutants; kernels use the default."""
     state = copy.deepcopy(snapshot) if snapshot is not None else State()
     for event in events:
-        apply(state, event)
+        apply(state, event, handlers)
     return state

@@ -10,7 +10,7 @@ Recording table (ADR 0104 D1), as far as this kernel has suspend points:
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
 from loomcheck.reference.context import FlowContext, Park
 from loomcheck.reference.errors import (
@@ -22,7 +22,7 @@ from loomcheck.reference.errors import (
     ResumeRefusedError,
 )
 from loomcheck.reference.events import JSON, Event, NotJson, to_plain_json
-from loomcheck.reference.fold import TERMINAL, State, fold
+from loomcheck.reference.fold import HANDLERS, TERMINAL, Handler, State, fold
 from loomcheck.reference.interpreter import run_program
 from loomcheck.reference.stores.base import EventStore
 from loomcheck.spec.parsing import Invalid, parse
@@ -47,10 +47,12 @@ class Appender:
 
 
 class Runtime:
-    def __init__(self, store: EventStore, *, context_class: Callable[..., FlowContext] = FlowContext) -> None:
+    def __init__(self, store: EventStore, *, context_class: Callable[..., FlowContext] = FlowContext,
+                 handlers: Mapping[str, Handler] = HANDLERS) -> None:
         self.store = store
         self.flows: dict[str, FlowProgram] = {}
         self.context_class = context_class
+        self.handlers = handlers
 
     # -- flows -----------------------------------------------------------------
     def register(self, flow_id: str, program: FlowProgram) -> None:
@@ -67,7 +69,7 @@ class Runtime:
         base = State.from_json(snapshot[1]) if snapshot else None
         if snapshot and base is not None:
             base.sequence = snapshot[0]
-        return fold(events, base), events
+        return fold(events, base, self.handlers), events
 
     def state(self, execution_id: str) -> State:
         return self.load(execution_id)[0]

@@ -15,7 +15,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from loomcheck.spec.errors import SpecError, describe_validation_error
 from loomcheck.spec.files import SPEC_ROOT, read_toml, spec_label
@@ -48,12 +48,14 @@ class Invariant(BaseModel):
     quote: str | None = None
     requires: tuple[Literal["fold", "load-log", "recover", "input-validation"], ...] = ()
     checks: tuple[Literal["stateful", "regressions", "corpus:hostile-names"], ...] = Field(min_length=1)
+    notes: str | None = Field(default=None, description="edge cases and what the statement deliberately leaves out")
 
-    @model_validator(mode="after")
-    def _one_sentence(self) -> "Invariant":
-        if not self.statement.rstrip().endswith("."):
+    @field_validator("statement")
+    @classmethod
+    def _one_sentence(cls, statement: str) -> str:
+        if not statement.rstrip().endswith("."):
             raise ValueError("statement must be one plain sentence ending with a full stop")
-        return self
+        return statement
 
 
 class CatalogueFile(BaseModel):

@@ -3,7 +3,8 @@ the PARSED value is what runs and is recorded).
 
 Parsing = validate against the schema (JSON Schema 2020-12), then fill in the
 `default` of every absent property of every object the schema describes with
-`properties`. Pure Python over plain JSON values (no pydantic), so symbolic
+`properties` (inside `items` too). `$ref`, `allOf`, `anyOf` and `prefixItems`
+are validated but not searched for defaults. Pure Python over plain JSON values (no pydantic), so symbolic
 tools can analyse it.
 """
 
@@ -48,7 +49,11 @@ def parse(schema: dict[str, Any], value: Any) -> Parsed | Invalid:
 
 
 def _with_defaults(schema: Any, value: Any) -> Any:
-    if not isinstance(schema, dict) or not isinstance(value, dict):
+    if not isinstance(schema, dict):
+        return value
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_with_defaults(schema["items"], item) for item in value]
+    if not isinstance(value, dict):
         return value
     properties = schema.get("properties")
     if isinstance(properties, dict):

@@ -20,8 +20,8 @@ order, from the top, on every run of the flow:
         (EXECUTION_COMPLETED {output}); the end of the body completes with null.
 
 Emits (and so observes) re-run on every run of the flow; an emit whose exact
-fact (type and payload) this execution's log already holds is not appended
-again. So a gate that receives a different value on a re-run than on its first
+fact (type and payload, compared as JSON, so key order does not matter) this
+execution's log already holds is not appended again. So a gate that receives a different value on a re-run than on its first
 run shows up in the log as a second, different observation.
 
 Flow code may not emit a kernel event type: the emit fails the execution

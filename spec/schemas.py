@@ -20,6 +20,7 @@ BASE = "https://loomcheck.invalid/schemas/"
 
 def _schema(model: type[BaseModel], name: str, title: str) -> dict[str, Any]:
     schema = model.model_json_schema()
+    schema.pop("title", None)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": BASE + name, "title": title, **schema}
 
 

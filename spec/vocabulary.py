@@ -47,7 +47,7 @@ class Refusal(_Strict):
     reason: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
     error: Literal["ResumeRefusedError", "ResumePayloadValidationError", "InputValidationError",
                    "FlowDefinitionError", "StateMigrationError", "FlowCodeMismatchError", "EmitRefusedError"]
-    adr: str = Field(pattern=r"^\d{4}$")
+    adr: str | None = Field(default=None, pattern=r"^\d{4}$", description="absent for the kernel model's own refusals")
     decision: str
     description: str
 

@@ -1,3 +1,25 @@
 """Seeded mutants of the reference kernel: each breaks one rule of the ADRs on
-purpose, and the suite must report it. `--impl python:mutants.NAME:make`
-(with tests/ on the import path) plugs one in like any other kernel."""
+purpose, the way a real kernel could, and the suite must report it.
+`--impl python:mutants.NAME:make` (with tests/ on the import path) plugs one in
+like any other kernel. CATCHES says which invariants each must be caught by;
+tests/test_mutants.py holds the suite to it, and requires every invariant in
+the catalogue to be caught by at least one mutant."""
+
+CATCHES: dict[str, tuple[str, ...]] = {
+    "single_slot": ("gate.i-receives-entry-i", "gate.beyond-answers-parks", "gate.completes-after-n-answers"),
+    "skipped_gate": ("gate.completes-after-n-answers", "gate.i-receives-entry-i"),
+    "reversed_answers": ("fold.resume-payloads-ordered",),
+    "no_legacy_fallback": ("gate.legacy-single-payload",),
+    "rewriting_store": ("log.append-only",),
+    "appending_refusal": ("refusal.append-nothing",),
+    "untyped_refusal": ("refusal.typed-reason",),
+    "open_namespace": ("resume.kernel-namespace",),
+    "early_answer": ("resume.not-suspended",),
+    "any_gate": ("resume.gate-mismatch",),
+    "bare_resume": ("resume.accepted-records-answer",),
+    "rerun_steps": ("replay.step-runs-once",),
+    "stale_state": ("fold.state-is-fold-of-log",),
+    "dropped_latest": ("fold.matches-reference",),
+    "getattr_handlers": ("fold.key-safety",),
+    "raw_input": ("start.input-validated",),
+}

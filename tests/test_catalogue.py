@@ -1,0 +1,384 @@
+"""The spec as data: the invariant catalogue, its exports, the committed
+regression corpus, the refusal reasons and the EVENT_SCHEMA history, and the
+error messages a broken spec file produces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from loomcheck.properties.registry import all_predicates
+from loomcheck.reference import errors as reference_errors
+from loomcheck.spec.catalogue import ADRS, Catalogue, load_catalogue, load_catalogue_from
+from loomcheck.spec.errors import SpecError
+from loomcheck.spec.files import SPEC_ROOT
+from loomcheck.spec.regressions import committed_regressions, load_regression
+from loomcheck.spec.schemas import generated
+from loomcheck.spec.vocabulary import refusals, version_key, vocabulary
+
+REGENERATE = "run `python -m loomcheck.spec.schemas` and commit the result"
+EXECUTED_CHECKS = {"stateful", "regressions"}
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> Catalogue:
+    return load_catalogue()
+
+
+def test_catalogue_loads_with_unique_ids(catalogue: Catalogue) -> None:
+    assert catalogue.invariants
+    assert len(catalogue.ids) == len(set(catalogue.ids))
+
+
+def test_invariants_cite_known_adrs_and_versions(catalogue: Catalogue) -> None:
+    versions = {entry.version for entry in vocabulary().history}
+    for inv in catalogue.invariants:
+        assert inv.adr in ADRS, inv.id
+        assert inv.since in versions, f"{inv.id}: since {inv.since} is not an EVENT_SCHEMA version in events.toml"
+
+
+def test_every_executed_invariant_has_a_predicate(catalogue: Catalogue) -> None:
+    predicates = all_predicates()
+    missing = [inv.id for inv in catalogue.invariants if EXECUTED_CHECKS & set(inv.checks) and inv.id not in predicates]
+    assert missing == [], f"invariants checked statefully or by regressions without a predicate: {missing}"
+
+
+def test_every_predicate_is_in_the_catalogue(catalogue: Catalogue) -> None:
+    unknown = sorted(set(all_predicates()) - set(catalogue.ids))
+    assert unknown == [], f"predicates for invariants the catalogue does not define: {unknown}"
+
+
+def test_every_regressions_invariant_is_named_by_a_committed_log(catalogue: Catalogue) -> None:
+    named = {name for _, log in committed_regressions() for name in log.invariants}
+    orphans = [inv.id for inv in catalogue.invariants if "regressions" in inv.checks and inv.id not in named]
+    assert orphans == [], f"invariants with the 'regressions' check that no committed log names: {orphans}"
+
+
+def test_committed_logs_name_only_catalogue_invariants(catalogue: Catalogue) -> None:
+    for label, log in committed_regressions():
+        unknown = sorted(set(log.invariants) - set(catalogue.ids))
+        assert unknown == [], f"{label} names invariants not in the catalogue: {unknown}"
+
+
+# --------------------------------------------------------------------------- the committed corpus
+
+
+def regression_files() -> list[Any]:
+    return sorted((p for p in (SPEC_ROOT / "regressions").iterdir() if p.name.endswith(".json")), key=lambda p: p.name)
+
+
+def test_there_are_committed_regression_logs() -> None:
+    assert len(regression_files()) == len(committed_regressions()) >= 3
+
+
+@pytest.mark.parametrize("path", regression_files(), ids=lambda p: p.name)
+def test_committed_log_validates_against_published_schema(path: Any) -> None:
+    schema = json.loads((SPEC_ROOT / "schemas" / "regression-log.schema.json").read_text(encoding="utf-8"))
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    problems = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+                for e in Draft202012Validator(schema).iter_errors(raw)]
+    assert problems == []
+
+
+def test_every_committed_log_has_an_expectation() -> None:
+    for label, log in committed_regressions():
+        assert log.expect is not None, f"{label} has no expect"
+        assert len(log.expect.outcomes) == len(log.operations), label
+        assert log.name == Path(label).stem, label
+
+
+# --------------------------------------------------------------------------- generated exports
+
+
+def committed_exports() -> list[str]:
+    """Every file the generator owns: catalogue.json and everything under spec/schemas/."""
+    return ["catalogue.json"] + sorted(f"schemas/{p.name}" for p in (SPEC_ROOT / "schemas").iterdir())
+
+
+@pytest.mark.parametrize("name", committed_exports())
+def test_committed_export_is_up_to_date(name: str) -> None:
+    """A stale export fails the build."""
+    expected = generated()
+    assert name in expected, f"spec/{name} is not produced by the generator: delete it, or {REGENERATE}"
+    committed = (SPEC_ROOT / name).read_text(encoding="utf-8")
+    assert committed == expected[name], f"spec/{name} is stale: {REGENERATE}"
+
+
+def test_every_generated_file_is_committed() -> None:
+    missing = sorted(set(generated()) - set(committed_exports()))
+    assert missing == [], f"generated but not committed: {missing}; {REGENERATE}"
+
+
+@pytest.mark.parametrize("name", [n for n in committed_exports() if n.startswith("schemas/")])
+def test_published_schema_is_valid_json_schema(name: str) -> None:
+    schema = json.loads((SPEC_ROOT / name).read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    assert schema["$id"].endswith("/" + name.removeprefix("schemas/"))
+
+
+TITLES = {
+    "schemas/flow-program.schema.json": "loomcheck flow program (loomcheck-flow/1)",
+    "schemas/regression-log.schema.json": "loomcheck regression log (loomcheck-regression/1)",
+    "schemas/report.schema.json": "loomcheck report (loomcheck-report/1)",
+    "schemas/catalogue.schema.json": "loomcheck invariant catalogue",
+}
+
+
+def test_published_schemas_carry_their_titles() -> None:
+    """spec/schemas.py passes each schema a human title; the published files must carry it."""
+    files = generated()
+    titles = {name: json.loads(files[name])["title"] for name in TITLES}
+    assert titles == TITLES
+
+
+def test_catalogue_export_validates_against_its_schema(catalogue: Catalogue) -> None:
+    schema = json.loads((SPEC_ROOT / "schemas" / "catalogue.schema.json").read_text(encoding="utf-8"))
+    exported = json.loads((SPEC_ROOT / "catalogue.json").read_text(encoding="utf-8"))
+    Draft202012Validator(schema).validate(exported)
+    assert [inv["id"] for inv in exported["invariants"]] == catalogue.ids
+
+
+# --------------------------------------------------------------------------- broken catalogue files
+
+VALID: dict[str, Any] = {
+    "id": "gate.example",
+    "adr": "0057",
+    "decision": "Decision",
+    "since": "1.16.0",
+    "kind": "invariant",
+    "title": "An example",
+    "statement": "An example invariant always holds.",
+    "checks": ["stateful"],
+}
+
+
+def entry(**changes: Any) -> str:
+    """One [[invariant]] table in TOML; a change to None drops the field."""
+    fields = {**VALID, **changes}
+    lines = ["[[invariant]]"] + [f"{key} = {json.dumps(value)}" for key, value in fields.items() if value is not None]
+    return "\n".join(lines) + "\n\n"
+
+
+def broken(tmp_path: Path, *entries: str, name: str = "broken.toml") -> str:
+    """Write a catalogue file and return the SpecError message it produces."""
+    (tmp_path / name).write_text("".join(entries), encoding="utf-8")
+    with pytest.raises(SpecError) as caught:
+        load_catalogue_from(tmp_path)
+    return str(caught.value)
+
+
+def test_helper_writes_a_valid_file(tmp_path: Path) -> None:
+    (tmp_path / "ok.toml").write_text(entry() + entry(id="gate.second"), encoding="utf-8")
+    assert load_catalogue_from(tmp_path).ids == ["gate.example", "gate.second"]
+
+
+def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
+    message = broken(tmp_path, "[[invariant]\nid = ")
+    assert "broken.toml" in message
+    assert "not valid TOML" in message
+
+
+def test_missing_statement_names_entry_and_field(tmp_path: Path) -> None:
+    message = broken(tmp_path, entry(statement=None))
+    assert "broken.toml" in message
+    assert 'invariant #1 ("gate.example")' in message
+    assert "field 'statement'" in message
+    assert "Field required" in message
+
+
+def test_unknown_adr_names_the_field(tmp_path: Path) -> None:
+    message = broken(tmp_path, entry(id="gate.first"), entry(adr="0999"))
+    assert "broken.toml" in message
+    assert 'invariant #2 ("gate.example")' in message
+    assert "field 'adr'" in message
+    assert "0057" in message  # the allowed values are listed
+
+
+@pytest.mark.parametrize("bad_id", ["Gate.Bad", "gate", "gate.", "gate..x", "gate x.y", ""])
+def test_bad_id_pattern_names_the_field(tmp_path: Path, bad_id: str) -> None:
+    message = broken(tmp_path, entry(id=bad_id))
+    assert "broken.toml" in message
+    assert "invariant #1" in message
+    assert "field 'id'" in message
+    assert "pattern" in message
+
+
+def test_statement_without_full_stop(tmp_path: Path) -> None:
+    message = broken(tmp_path, entry(statement="An example invariant always holds"))
+    assert "broken.toml" in message
+    assert 'invariant #1 ("gate.example")' in message
+    assert "statement" in message
+    assert "full stop" in message
+
+
+def test_unknown_check_kind_names_the_field(tmp_path: Path) -> None:
+    message = broken(tmp_path, entry(checks=["stateful", "fuzz"]))
+    assert "broken.toml" in message
+    assert "field 'checks.1'" in message
+
+
+def test_empty_checks_are_refused(tmp_path: Path) -> None:
+    message = broken(tmp_path, entry(checks=[]))
+    assert "field 'checks'" in message
+
+
+def test_unknown_feature_in_requires_names_the_field(tmp_path: Path) -> None:
+    message = broken(tmp_path, entry(requires=["fold", "time-travel"]))
+    assert "broken.toml" in message
+    assert "field 'requires.1'" in message
+
+
+def test_extra_field_names_the_field(tmp_path: Path) -> None:
+    message = broken(tmp_path, entry(colour="blue"))
+    assert "broken.toml" in message
+    assert "field 'colour'" in message
+    assert "Extra inputs are not permitted" in message
+
+
+def test_misspelt_table_name(tmp_path: Path) -> None:
+    message = broken(tmp_path, entry().replace("[[invariant]]", "[[invariants]]"))
+    assert "field 'invariant'" in message
+    assert "field 'invariants'" in message
+
+
+def test_same_id_in_two_files_names_both_files(tmp_path: Path) -> None:
+    (tmp_path / "a-first.toml").write_text(entry(), encoding="utf-8")
+    message = broken(tmp_path, entry(), name="b-second.toml")
+    assert "a-first.toml" in message
+    assert "b-second.toml" in message
+    assert "gate.example" in message
+
+
+def test_same_id_twice_in_one_file(tmp_path: Path) -> None:
+    message = broken(tmp_path, entry(), entry())
+    assert message.count("broken.toml") == 2
+    assert "gate.example" in message
+
+
+def test_empty_directory(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as caught:
+        load_catalogue_from(tmp_path)
+    assert str(tmp_path) in str(caught.value)
+    assert "no invariant files" in str(caught.value)
+    (tmp_path / "notes.md").write_text("not toml", encoding="utf-8")
+    with pytest.raises(SpecError, match="no invariant files"):
+        load_catalogue_from(tmp_path)
+
+
+# --------------------------------------------------------------------------- refusals and the event vocabulary
+
+
+def test_refusal_reasons_are_unique() -> None:
+    reasons = [r.reason for r in refusals().refusal]
+    assert len(reasons) == len(set(reasons))
+
+
+def test_refusal_errors_exist_in_the_reference() -> None:
+    for refusal in refusals().refusal:
+        cls = getattr(reference_errors, refusal.error, None)
+        assert isinstance(cls, type), f"{refusal.reason}: no class {refusal.error} in loomcheck.reference.errors"
+        assert issubclass(cls, reference_errors.KernelRefusal), refusal.error
+        assert cls.error == refusal.error
+
+
+def test_refusals_cite_catalogue_adrs() -> None:
+    """A refusal cites one of the catalogue's ADRs, or none and says it is the kernel model's own."""
+    for refusal in refusals().refusal:
+        assert refusal.adr in ADRS or (refusal.adr is None and refusal.decision == "kernel model"), refusal.reason
+
+
+def test_event_types_are_unique() -> None:
+    types = [event.type for event in vocabulary().event]
+    assert len(types) == len(set(types))
+
+
+def test_schema_history_is_ordered_and_ends_at_current() -> None:
+    history = [entry.version for entry in vocabulary().history]
+    keys = [version_key(v) for v in history]
+    assert keys == sorted(keys)
+    assert len(set(keys)) == len(keys)
+    assert history[-1] == vocabulary().current
+
+
+def test_every_catalogue_adr_is_in_the_history() -> None:
+    """ADR 0117 changes no schema; every other ADR of the catalogue bumps or pins one."""
+    in_history = {entry.adr for entry in vocabulary().history}
+    for adr in ADRS:
+        if adr != "0117":
+            assert adr in in_history, f"ADR {adr} has no EVENT_SCHEMA history entry"
+
+
+def test_event_types_date_from_known_versions() -> None:
+    versions = {entry.version for entry in vocabulary().history}
+    for event in vocabulary().event:
+        assert event.since in versions, event.type
+
+
+# --------------------------------------------------------------------------- broken regression logs
+
+
+def regression(**changes: Any) -> dict[str, Any]:
+    log: dict[str, Any] = {
+        "format": "loomcheck-regression/1", "name": "example", "description": "d", "adr": "0057",
+        "invariants": ["gate.i-receives-entry-i"], "origin": "adr",
+        "operations": [{"op": "define", "flow": "f", "program": {"body": []}},
+                       {"op": "start", "execution": "x", "flow": "f"}],
+    }
+    log.update(changes)
+    return log
+
+
+def broken_regression(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "broken-log.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SpecError) as caught:
+        load_regression(path)
+    return str(caught.value)
+
+
+def test_regression_helper_is_valid(tmp_path: Path) -> None:
+    path = tmp_path / "ok.json"
+    path.write_text(json.dumps(regression()), encoding="utf-8")
+    assert load_regression(path).name == "example"
+
+
+def test_regression_with_bad_json(tmp_path: Path) -> None:
+    message = broken_regression(tmp_path, '{"format": "loomcheck-regression/1",')
+    assert "broken-log.json" in message
+    assert "not valid JSON" in message
+
+
+def test_regression_with_unknown_op(tmp_path: Path) -> None:
+    ops = regression()["operations"] + [{"op": "teleport", "execution": "x"}]
+    message = broken_regression(tmp_path, json.dumps(regression(operations=ops)))
+    assert "broken-log.json" in message
+    assert "operations #3" in message
+    assert "teleport" in message
+
+
+def test_regression_missing_execution(tmp_path: Path) -> None:
+    ops = [{"op": "define", "flow": "f", "program": {}}, {"op": "resume", "type": "go1", "payload": 1}]
+    message = broken_regression(tmp_path, json.dumps(regression(operations=ops)))
+    assert "broken-log.json" in message
+    assert "operations #2" in message
+    assert "execution" in message
+    assert "Field required" in message
+
+
+ADR_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "adr"
+
+
+@pytest.mark.skipif(not ADR_DIR.is_dir(), reason=f"the decision records are not beside the checkout ({ADR_DIR})")
+def test_every_quote_is_verbatim_from_its_adr() -> None:
+    """A quote is evidence only if the ADR says exactly that (whitespace folded)."""
+    texts = {path.name[:4]: " ".join(path.read_text(encoding="utf-8").split()) for path in ADR_DIR.glob("*.md")}
+    for invariant in load_catalogue().invariants:
+        if invariant.quote:
+            assert " ".join(invariant.quote.split()) in texts[invariant.adr], (invariant.id, invariant.quote)

@@ -1,0 +1,144 @@
+"""The command line as a user meets it: the main job on the reference, plugging
+in a kernel from outside the package, replay, and what happens with bad input
+to the suite itself (never a traceback, always a report)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from junitparser import JUnitXml
+
+from loomcheck.cli import main
+from loomcheck.spec.catalogue import export_json, load_catalogue
+from loomcheck.spec.regressions import committed_regressions
+
+WRAPPER = textwrap.dedent('''
+    """A kernel that lives outside the loomcheck package: here, the reference in disguise."""
+    from loomcheck.reference.driver import ReferenceDriver
+
+    class MyKernel(ReferenceDriver):
+        name = "my-kernel"
+
+    def make():
+        return MyKernel(store="memory")
+''')
+
+
+def _report(directory: Path) -> dict:
+    return json.loads((directory / "report.json").read_text())
+
+
+def test_main_job_on_the_reference_through_the_installed_command(tmp_path: Path) -> None:
+    """`loomcheck run` as the README gives it: table, exit 0, report.json and junit.xml."""
+    done = subprocess.run([sys.executable, "-m", "loomcheck", "run", "--report", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    count = len(load_catalogue().invariants)
+    assert f"{count} passed, 0 failed" in done.stdout
+    report = _report(tmp_path)
+    assert report["complete"] is True
+    assert {r["id"] for r in report["results"]} == set(load_catalogue().ids)
+    for record in report["results"]:
+        assert {"id", "adr", "status", "examples"} <= set(record)
+        assert record["status"] == "pass" and record["examples"] > 0
+    suites = list(JUnitXml.fromfile(str(tmp_path / "junit.xml")))
+    assert sum(len(list(suite)) for suite in suites) == count
+
+
+def test_a_kernel_from_a_file_outside_the_package(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = tmp_path / "elsewhere" / "my_kernel.py"
+    kernel.parent.mkdir()
+    kernel.write_text(WRAPPER)
+    code = main(["run", "--impl", f"python:{kernel}:make", "--only", "gate.", "--report", str(tmp_path / "r")])
+    assert code == 0, capsys.readouterr().out
+    assert _report(tmp_path / "r")["implementation"]["name"] == "my-kernel"
+
+
+def test_a_kernel_module_importable_from_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "their_kernel.py").write_text(WRAPPER)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert main(["run", "--impl", "python:their_kernel:make", "--only", "resume.", "--report", "out"]) == 0
+    assert (tmp_path / "out" / "report.json").is_file()
+
+
+@pytest.mark.parametrize("label,path", committed_regressions(), ids=[log.name for _, log in committed_regressions()])
+def test_every_committed_regression_replays_on_the_reference(label: str, path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", label, "--impl", "reference"]) == 0, capsys.readouterr().out
+
+
+def test_catalogue_json_export_is_the_committed_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalogue", "--json"]) == 0
+    assert capsys.readouterr().out == export_json(load_catalogue())
+
+
+# -- bad input to the suite: a clear message, a finding, never a traceback ------------------
+@pytest.mark.parametrize("impl,expected", [
+    ("python:fakes.broken:factory_raises", "the factory raised RuntimeError: cannot connect to the kernel"),
+    ("python:fakes.broken:lying_hello", "hello"),
+    ("python:fakes.broken:not_a_driver", "hello"),
+    ("python:fakes.nowhere:make", "cannot import fakes.nowhere"),
+    ("python:fakes.broken:no_such_factory", "has no callable 'no_such_factory'"),
+])
+def test_implementations_that_cannot_start_are_findings(impl: str, expected: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "--impl", impl, "--report", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 2, out
+    report = _report(tmp_path)
+    assert report["complete"] is False
+    assert any(expected in f["message"] for f in report["findings"]), report["findings"]
+    assert all(r["status"] == "error" for r in report["results"])
+
+
+@pytest.mark.parametrize("impl,expected", [
+    ("python:fakes.broken:crashes_on_resume", "raised KeyError"),
+    ("python:fakes.broken:garbage_log", "not a list of {seq, type, payload} events"),
+    ("python:fakes.broken:not_an_outcome", "not an Outcome"),
+])
+def test_implementations_that_fail_mid_run_are_findings_with_a_script(impl: str, expected: str, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "--impl", impl, "--only", "gate.", "resume.", "--report", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert "Traceback" not in out
+    report = _report(tmp_path)
+    assert report["complete"] is True
+    finding = next(f for f in report["findings"] if expected in f["message"])
+    assert finding["counterexample"] and Path(finding["counterexample"]).is_file()
+    catalogue = load_catalogue()
+    for record in report["results"]:
+        # Every invariant the state machine checks saw the failure; a regression-only one may honestly pass.
+        if "stateful" in catalogue.get(record["id"]).checks:
+            assert record["status"] in ("error", "fail"), record
+
+
+def test_unknown_invariant_and_unknown_impl_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--only", "no.such-thing"]) == 3
+    assert "matches no invariant" in capsys.readouterr().out
+    assert main(["run", "--impl", "kernel-of-my-dreams"]) == 3
+    assert "expected 'reference'" in capsys.readouterr().out
+
+
+def test_a_broken_regression_file_is_a_spec_error_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": "loomcheck-regression/1", "name": "x", "operations": [{"op": "teleport"}]}')
+    assert main(["replay", str(broken)]) == 3
+    out = capsys.readouterr().out
+    assert "spec error" in out and "broken.json" in out and "Traceback" not in out
+
+
+def test_the_command_runs_from_a_fresh_process_without_the_checkout_on_its_path(tmp_path: Path) -> None:
+    """`import loomcheck` resolves to the installed package, and no generic top-level
+    names (spec, fuzz, reference) are importable from site-packages."""
+    code = "import loomcheck, importlib.util as u; print(all(u.find_spec(n) is None for n in ('spec', 'fuzz', 'reference', 'properties', 'harness', 'reports')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert done.stdout.strip() == "True", done.stdout + done.stderr

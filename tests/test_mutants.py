@@ -1,0 +1,60 @@
+"""The suite is checked too: every seeded mutant is reported failing by the CI
+profile on the invariants it breaks, with a short counterexample that
+`loomcheck replay` reproduces on the mutant and that the reference passes; and
+every invariant in the catalogue is caught by at least one mutant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loomcheck.cli import main
+from loomcheck.harness.runner import Run
+from loomcheck.spec.catalogue import load_catalogue
+from mutants import CATCHES
+
+PAIRS = [(mutant, invariant) for mutant, invariants in CATCHES.items() for invariant in invariants]
+MAX_OPERATIONS = 8
+MAX_EVENTS = 20
+
+
+def test_every_invariant_is_caught_by_some_mutant() -> None:
+    caught = {invariant for invariants in CATCHES.values() for invariant in invariants}
+    missing = set(load_catalogue().ids) - caught
+    assert not missing, f"invariants no seeded mutant demonstrates: {sorted(missing)}"
+    unknown = caught - set(load_catalogue().ids)
+    assert not unknown, f"CATCHES names invariants the catalogue lacks: {sorted(unknown)}"
+
+
+@pytest.mark.parametrize(("mutant", "invariant"), PAIRS, ids=[f"{m}-{i}" for m, i in PAIRS])
+def test_mutant_is_caught_with_a_short_counterexample(mutant: str, invariant: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    impl = f"python:mutants.{mutant}:make"
+    report = Run(impl, load_catalogue(), only=[invariant], report_dir=tmp_path).execute()
+    (record,) = report.results
+    assert record.status == "fail", record
+    assert report.exit_code() == 1
+    assert record.counterexample, "a failure must come with a replayable counterexample"
+    assert record.counterexampleOperations is not None and record.counterexampleOperations <= MAX_OPERATIONS
+    assert record.counterexampleEvents is not None and record.counterexampleEvents <= MAX_EVENTS
+
+    replayed = main(["replay", record.counterexample, "--impl", impl])
+    out = capsys.readouterr().out
+    if invariant == "fold.key-safety":  # its violation is a crash: replay reports the implementation error
+        assert replayed == 2 and "implementation-error" in out, out
+    else:
+        assert replayed == 1, "replay must reproduce the failure"
+        assert f"violated {invariant}" in out or "differs from the expected outcome" in out, out
+    assert main(["replay", record.counterexample, "--impl", "reference:memory"]) == 0, \
+        "the reference must pass the counterexample, with every outcome as expected"
+
+
+def test_the_single_slot_mutant_through_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ADR 0057's own bug, end to end: exit 1, the table says fail, and a replay command is printed."""
+    code = main(["run", "--impl", "python:mutants.single_slot:make", "--only", "gate.", "--report", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "fail" in out and "gate.i-receives-entry-i" in out
+    assert "loomcheck replay" in out
+    assert (tmp_path / "report.json").is_file() and (tmp_path / "junit.xml").is_file()
