@@ -5,7 +5,7 @@ namespace from here rather than keeping its own list."""
 from __future__ import annotations
 
 from functools import cache
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -13,6 +13,7 @@ from loomcheck.spec.errors import describe_validation_error
 from loomcheck.spec.files import SPEC_ROOT, read_toml, spec_label
 
 VERSION_PATTERN = r"^\d+\.\d+\.\d+$"
+M = TypeVar("M", bound=BaseModel)
 
 
 class _Strict(BaseModel):
@@ -64,24 +65,23 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
-@cache
-def vocabulary() -> Vocabulary:
-    path = SPEC_ROOT / "events.toml"
+def _load(name: str, model: type[M], items_key: str) -> M:
+    path = SPEC_ROOT / name
     raw = read_toml(path, spec_label(path))
     try:
-        return Vocabulary.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
-        raise describe_validation_error(spec_label(path), exc, "event", raw) from None
+        raise describe_validation_error(spec_label(path), exc, items_key, raw) from None
+
+
+@cache
+def vocabulary() -> Vocabulary:
+    return _load("events.toml", Vocabulary, "event")
 
 
 @cache
 def refusals() -> Refusals:
-    path = SPEC_ROOT / "refusals.toml"
-    raw = read_toml(path, spec_label(path))
-    try:
-        return Refusals.model_validate(raw)
-    except ValidationError as exc:
-        raise describe_validation_error(spec_label(path), exc, "refusal", raw) from None
+    return _load("refusals.toml", Refusals, "refusal")
 
 
 def kernel_event_types() -> frozenset[str]:
