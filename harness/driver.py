@@ -26,8 +26,16 @@ Features: `hello()` lists the optional features the implementation supports:
 
     "fold"              fold(events, snapshot) folds a given log from nothing
     "load-log"          load(execution_id, events, snapshot) imports a log written elsewhere
-    "recover"           recover(execution_id) re-drives a crashed (running) execution
+    "recover"           crash faults in flow programs ("crash" on a step), and
+                        recover(execution_id) / recover_abandoned() re-drive a crashed execution
+    "resume-as"         resume_as(execution_id, flow_id, event_type, payload): resume onto another flow
+    "restart"           restart() discards the runtime's memory, as a process restart would
+    "effect-ledger"     effects(execution_id) lists every effect execution (step, attempt)
     "input-validation"  a flow's inputSchema with validateInput: true is enforced by start()
+    "human-steps"       steps of kind "human" in flow programs
+    "in-doubt"          steps of kind "non-idempotent", their in-doubt parks and verdicts
+    "parallel"          the "parallel" op in flow programs
+    "emit-guard"        kernel event types in emits, effect-level emits and "decide" 
 
 An invariant that needs a feature the implementation lacks is reported
 not-applicable, never passed. A method for an unsupported feature may raise
@@ -63,10 +71,11 @@ class Outcome:
     error: str | None = None
     reason: str | None = None
     message: str = ""
+    crashed: bool = False  # accepted, but the worker died while running the flow (a fault point fired)
 
     @classmethod
-    def accepted(cls) -> "Outcome":
-        return cls(ok=True)
+    def accepted(cls, crashed: bool = False) -> "Outcome":
+        return cls(ok=True, crashed=crashed)
 
     @classmethod
     def refused(cls, error: str, reason: str, message: str = "") -> "Outcome":
@@ -74,11 +83,13 @@ class Outcome:
 
     def to_json(self) -> dict[str, JSON]:
         if self.ok:
-            return {"ok": True}
+            return {"ok": True, "crashed": True} if self.crashed else {"ok": True}
         return {"ok": False, "error": self.error, "reason": self.reason, "message": self.message}
 
     def short(self) -> str:
-        return "ok" if self.ok else f"refused {self.reason}"
+        if self.ok:
+            return "ok, worker crashed" if self.crashed else "ok"
+        return f"refused {self.reason}"
 
 
 @runtime_checkable
@@ -107,6 +118,24 @@ class Driver(Protocol):
 
     def recover(self, execution_id: str) -> Outcome:
         """Re-drive an execution whose worker died while it was running (feature "recover")."""
+        ...
+
+    def recover_abandoned(self) -> list[str]:
+        """Re-drive every crashed execution, skipping parked and finished ones; the ids
+        re-driven (feature "recover")."""
+        ...
+
+    def resume_as(self, execution_id: str, flow_id: str, event_type: str, payload: JSON) -> Outcome:
+        """Resume onto another registered flow (feature "resume-as")."""
+        ...
+
+    def restart(self) -> None:
+        """Discard the runtime's memory and rebuild from the store (feature "restart")."""
+        ...
+
+    def effects(self, execution_id: str) -> list[dict[str, JSON]]:
+        """Every execution of an effect so far, `{"stepId", "attempt"}`, in order
+        (feature "effect-ledger"). The ledger is the outside world: it survives crashes."""
         ...
 
     def load(self, execution_id: str, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> Outcome:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loomcheck.harness.script import Operation, execution_of, from_model, to_json
+from loomcheck.harness.script import Operation, from_model, to_json
 from loomcheck.harness.session import ImplementationFailed, Session
 from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.registry import Violation, all_predicates, check_step
@@ -24,8 +24,12 @@ class ReplayResult:
         return [v for v in self.violations if v.invariant == invariant_id]
 
 
-def outcome_label(ok: bool, reason: str | None) -> str:
-    return "ok" if ok else f"refused:{reason}"
+def outcome_label(step) -> str:
+    if step.recovered is not None:
+        return "ok:" + ",".join(step.recovered)
+    if not step.outcome.ok:
+        return f"refused:{step.outcome.reason}"
+    return "ok:crashed" if step.outcome.crashed else "ok"
 
 
 def run_operations(session: Session, operations: list[Operation], invariant_ids: list[str] | None = None) -> ReplayResult:
@@ -36,9 +40,9 @@ def run_operations(session: Session, operations: list[Operation], invariant_ids:
         session.reset()
         for op in operations:
             step = session.apply(op)
-            result.outcomes.append(outcome_label(step.outcome.ok, step.outcome.reason))
+            result.outcomes.append(outcome_label(step))
             result.violations.extend(check_step(step, session.trace, ids))
-        for execution in dict.fromkeys(e for e in map(execution_of, operations) if e is not None):
+        for execution in session.executions():
             result.logs[execution] = session.read_log(execution)
     except ImplementationFailed as failed:
         result.failure = failed

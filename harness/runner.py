@@ -18,7 +18,8 @@ from loomcheck import __version__
 from loomcheck.harness.driver import Driver, Hello
 from loomcheck.harness.loading import ImplementationSpecError, resolve_factory
 from loomcheck.harness.replay import expectation_of, replay, run_operations
-from loomcheck.harness.script import Load, Operation, Recover, from_model
+from loomcheck.harness.script import Define, Load, Operation, Recover, RecoverAbandoned, Restart, ResumeAs, from_model
+from loomcheck.spec.programs import program_features
 from loomcheck.harness.session import ImplementationFailed, Session, hello_of
 from loomcheck.properties.keysafety import run_hostile_names
 from loomcheck.properties.machine import PROFILES, InvariantViolated, run_stateful
@@ -66,12 +67,19 @@ def not_applicable_because(invariant: Invariant, hello: Hello) -> str | None:
 
 
 def operations_need(operations: list[Operation]) -> set[str]:
+    """The driver features a script uses: its operations and its flow programs."""
     needs = set()
     for op in operations:
         if isinstance(op, Load):
             needs.add("load-log")
-        if isinstance(op, Recover):
+        if isinstance(op, (Recover, RecoverAbandoned)):
             needs.add("recover")
+        if isinstance(op, ResumeAs):
+            needs.add("resume-as")
+        if isinstance(op, Restart):
+            needs.add("restart")
+        if isinstance(op, Define):
+            needs |= program_features(op.program)
     return needs
 
 

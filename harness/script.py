@@ -11,7 +11,16 @@ from typing import Any, Union
 
 from pydantic import BaseModel
 
-from loomcheck.spec.regressions import DefineModel, LoadModel, RecoverModel, ResumeModel, StartModel
+from loomcheck.spec.regressions import (
+    DefineModel,
+    LoadModel,
+    RecoverAbandonedModel,
+    RecoverModel,
+    RestartModel,
+    ResumeAsModel,
+    ResumeModel,
+    StartModel,
+)
 
 JSON = Any
 
@@ -46,6 +55,25 @@ class Recover:
 
 
 @dataclass(frozen=True)
+class ResumeAs:
+    execution: str
+    flow: str
+    type: str
+    payload: JSON = None
+    op: str = field(default="resume-as", init=False)
+
+
+@dataclass(frozen=True)
+class RecoverAbandoned:
+    op: str = field(default="recover-abandoned", init=False)
+
+
+@dataclass(frozen=True)
+class Restart:
+    op: str = field(default="restart", init=False)
+
+
+@dataclass(frozen=True)
 class Load:
     execution: str
     events: list[dict[str, JSON]]
@@ -53,7 +81,7 @@ class Load:
     op: str = field(default="load", init=False)
 
 
-Operation = Union[Define, Start, Resume, Recover, Load]
+Operation = Union[Define, Start, Resume, ResumeAs, Recover, RecoverAbandoned, Restart, Load]
 
 
 def execution_of(op: Operation) -> str | None:
@@ -74,8 +102,14 @@ def describe(op: Operation) -> str:
         return f"start {op.execution} of {op.flow} with {j(op.input)}"
     if isinstance(op, Resume):
         return f"resume {op.execution} with {op.type!r} {j(op.payload)}"
+    if isinstance(op, ResumeAs):
+        return f"resume {op.execution} as {op.flow} with {op.type!r} {j(op.payload)}"
     if isinstance(op, Recover):
         return f"recover {op.execution}"
+    if isinstance(op, RecoverAbandoned):
+        return "recover abandoned executions"
+    if isinstance(op, Restart):
+        return "restart the runtime (its memory is lost)"
     return f"load {op.execution}: {len(op.events)} events" + (" after a snapshot" if op.snapshot else "")
 
 
@@ -89,6 +123,12 @@ def from_model(model: BaseModel) -> Operation:
         return Resume(model.execution, model.type, model.payload)
     if isinstance(model, RecoverModel):
         return Recover(model.execution)
+    if isinstance(model, ResumeAsModel):
+        return ResumeAs(model.execution, model.flow, model.type, model.payload)
+    if isinstance(model, RecoverAbandonedModel):
+        return RecoverAbandoned()
+    if isinstance(model, RestartModel):
+        return Restart()
     if isinstance(model, LoadModel):
         return Load(model.execution, [e.model_dump() for e in model.events], model.snapshot)
     raise TypeError(model)
@@ -101,8 +141,12 @@ def to_json(op: Operation) -> dict[str, JSON]:
         return {"op": "start", "execution": op.execution, "flow": op.flow, "input": op.input}
     if isinstance(op, Resume):
         return {"op": "resume", "execution": op.execution, "type": op.type, "payload": op.payload}
+    if isinstance(op, ResumeAs):
+        return {"op": "resume-as", "execution": op.execution, "flow": op.flow, "type": op.type, "payload": op.payload}
     if isinstance(op, Recover):
         return {"op": "recover", "execution": op.execution}
+    if isinstance(op, (RecoverAbandoned, Restart)):
+        return {"op": op.op}
     data: dict[str, JSON] = {"op": "load", "execution": op.execution, "events": op.events}
     if op.snapshot is not None:
         data["snapshot"] = op.snapshot

@@ -14,7 +14,19 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from loomcheck.harness.driver import JSON, Driver, Hello, Outcome
-from loomcheck.harness.script import Define, Load, Operation, Recover, Resume, Start, describe, execution_of
+from loomcheck.harness.script import (
+    Define,
+    Load,
+    Operation,
+    Recover,
+    RecoverAbandoned,
+    Restart,
+    Resume,
+    ResumeAs,
+    Start,
+    describe,
+    execution_of,
+)
 from loomcheck.spec.programs import FlowProgram
 
 
@@ -37,6 +49,9 @@ class Step:
     log_after: list[dict[str, JSON]]
     state_after: dict[str, JSON] | None
     folded_after: dict[str, JSON] | None
+    effects_after: list[dict[str, JSON]] | None = None   # feature "effect-ledger"
+    others: dict[str, tuple[list[dict[str, JSON]], list[dict[str, JSON]]]] | None = None  # recover-abandoned: every log, before and after
+    recovered: list[str] | None = None
 
 
 @dataclass
@@ -95,6 +110,8 @@ class Session:
         self.in_flight = op
         execution = execution_of(op)
         before = self.read_log(execution) if execution is not None else []
+        if isinstance(op, RecoverAbandoned):
+            return self._recover_abandoned(op)
         outcome = self._outcome(describe(op), lambda: self._dispatch(op))
         if isinstance(op, Define) and outcome.ok:
             try:
@@ -111,10 +128,35 @@ class Session:
                 state = self.read_state(execution)
                 if "fold" in self.features:
                     folded = self.fold(after, self.trace.snapshots.get(execution))
-        step = Step(len(self.trace.steps), op, outcome, execution, before, after, state, folded)
+        effects = self.effects(execution) if execution is not None and "effect-ledger" in self.features else None
+        step = Step(len(self.trace.steps), op, outcome, execution, before, after, state, folded, effects)
+        return self._record(step)
+
+    def _record(self, step: Step) -> Step:
         self.trace.steps.append(step)
         self.in_flight = None
         return step
+
+    def executions(self) -> list[str]:
+        """Every execution the script has started or loaded, in order."""
+        seen = dict.fromkeys(e for e in (execution_of(s.op) for s in self.trace.steps) if e is not None)
+        return list(seen)
+
+    def _recover_abandoned(self, op: RecoverAbandoned) -> Step:
+        known = self.executions()
+        before = {x: self.read_log(x) for x in known}
+        recovered = self._call(describe(op), self.driver.recover_abandoned)
+        if not isinstance(recovered, list) or not all(isinstance(x, str) for x in recovered):
+            raise ImplementationFailed(describe(op), f"returned {recovered!r}, not a list of execution ids")
+        others = {x: (before[x], self.read_log(x)) for x in known}
+        step = Step(len(self.trace.steps), op, Outcome.accepted(), None, [], [], None, None, None, others, recovered)
+        return self._record(step)
+
+    def effects(self, execution: str) -> list[dict[str, JSON]]:
+        ledger = self._call(f"effects {execution}", lambda: self.driver.effects(execution))
+        if not isinstance(ledger, list) or not all(isinstance(e, dict) for e in ledger):
+            raise ImplementationFailed(f"effects {execution}", "not a list of {stepId, attempt} objects")
+        return ledger
 
     # -- reads -------------------------------------------------------------------
     def read_log(self, execution: str) -> list[dict[str, JSON]]:
@@ -145,6 +187,11 @@ class Session:
             return self.driver.resume(op.execution, op.type, op.payload)
         if isinstance(op, Recover):
             return self.driver.recover(op.execution)
+        if isinstance(op, ResumeAs):
+            return self.driver.resume_as(op.execution, op.flow, op.type, op.payload)
+        if isinstance(op, Restart):
+            self.driver.restart()
+            return Outcome.accepted()
         if isinstance(op, Load):
             return self.driver.load(op.execution, op.events, op.snapshot)
         raise TypeError(op)
@@ -154,7 +201,8 @@ class Session:
         if isinstance(raw, Outcome):
             return raw
         if isinstance(raw, dict) and isinstance(raw.get("ok"), bool):
-            return Outcome(ok=raw["ok"], error=raw.get("error"), reason=raw.get("reason"), message=str(raw.get("message") or ""))
+            return Outcome(ok=raw["ok"], error=raw.get("error"), reason=raw.get("reason"),
+                           message=str(raw.get("message") or ""), crashed=bool(raw.get("crashed")))
         raise ImplementationFailed(label, f"returned {raw!r}, not an Outcome")
 
     @staticmethod

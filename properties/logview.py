@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from loomcheck.spec.programs import OBSERVED_EVENT
+from loomcheck.spec.names import IN_DOUBT_GATE, OBSERVED_EVENT
 
 JSON = Any
-IN_DOUBT = "EffectInDoubtResolved"
+IN_DOUBT = IN_DOUBT_GATE
 TERMINAL = ("completed", "failed", "cancelled")
 
 

@@ -2,44 +2,104 @@
 
 A flow re-runs from the top on every resume. The context is built from the
 folded state at the start of the run and:
-- replays a step whose completion is recorded, runs (and records) one that is not;
-- passes the i-th suspend point of the run with the i-th recorded answer
-  (ADR 0057), and parks at the first one past the answers;
-- appends an emit unless this execution's log already holds that exact fact.
+- replays a step whose completion is recorded and runs (and records) one that
+  is not; a crashed attempt of an idempotent step is retried as a new attempt,
+  of a non-idempotent one is in doubt and parks for an operator's verdict;
+- passes the i-th suspend point of the run (ctx.suspend or a human step) with
+  the i-th recorded answer (ADR 0057, ADR 0104 D1), and parks at the first one
+  past the answers;
+- appends an emit, through the emit guard, unless the log holds that exact fact.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Callable
 
+from loomcheck.reference.emitguard import EffectScope, check_decide, guard
 from loomcheck.reference.errors import EmitRefusedError
 from loomcheck.reference.events import JSON, Event
 from loomcheck.reference.fold import State
-from loomcheck.spec.vocabulary import kernel_event_types
+from loomcheck.spec.names import INDOUBT_DECISION_PREFIX, IN_DOUBT_GATE
+from loomcheck.spec.programs import StepOp
 
 Append = Callable[[str, JSON], Event]
+VERDICTS = ("succeeded", "failed", "retry-fresh")
 
 
 class Park(Exception):
     """The run reached a suspend point with no answer left: record the park, stop."""
 
-    def __init__(self, condition: dict[str, JSON]) -> None:
+    def __init__(self, condition: dict[str, JSON], human: bool = False) -> None:
         super().__init__(condition.get("on"))
         self.condition = condition
+        self.human = human  # a human effect throws synchronously inside its step
+
+
+class WorkerCrashed(Exception):
+    """A fault point fired: the worker dies here; nothing more is appended."""
+
+
+class StepFailed(Exception):
+    def __init__(self, step_id: str, error: JSON) -> None:
+        super().__init__(step_id)
+        self.step_id = step_id
+        self.error = error
+
+
+@dataclass(frozen=True)
+class Passed:
+    """A suspend point this run got past: its index in the run, name and value."""
+
+    index: int
+    on: str
+    value: JSON
 
 
 def fact_key(event_type: str, payload: JSON) -> str:
     return event_type + "\x00" + json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def indoubt_decision_id(step_id: str, attempt: int) -> str:
+    return f"{INDOUBT_DECISION_PREFIX}:{step_id}:{attempt}"
+
+
+def is_verdict_for(payload: JSON, step_id: str) -> bool:
+    return isinstance(payload, dict) and payload.get("stepId") == step_id and payload.get("resolution") in VERDICTS
+
+
+class World:
+    """The outside world effects act on: a ledger of every effect execution.
+    It survives crashes of the worker (it is not the worker's memory)."""
+
+    def __init__(self) -> None:
+        self.ledger: list[dict[str, JSON]] = []
+
+    def perform(self, execution_id: str, step_id: str, attempt: int) -> None:
+        self.ledger.append({"execution": execution_id, "stepId": step_id, "attempt": attempt})
+
+    def of(self, execution_id: str) -> list[dict[str, JSON]]:
+        return [dict(e) for e in self.ledger if e["execution"] == execution_id]
+
+
 class FlowContext:
-    def __init__(self, state: State, events: list[Event], append: Append) -> None:
+    def __init__(self, state: State, events: list[Event], append: Append, world: World | None = None,
+                 execution_id: str = "") -> None:
         self.state = state
         self._append = append
+        self.world = world or World()
+        self.execution_id = execution_id
         self._consumed = 0
         self._facts = {fact_key(e.type, e.payload) for e in events}
-        self.last_gate: tuple[int, str, JSON] | None = None
+        self.decisions: dict[str, JSON] = dict(state.variables.get("_decisions") or {})
+        self.passed: list[Passed] = []
+        self.observed = 0
+
+    @property
+    def last_gate(self) -> tuple[int, str, JSON] | None:
+        last = self.passed[-1] if self.passed else None
+        return (last.index, last.on, last.value) if last else None
 
     # -- answers ---------------------------------------------------------------
     def answers(self) -> list[JSON]:
@@ -52,33 +112,128 @@ class FlowContext:
             return [variables["_resumePayload"]]
         return []
 
-    def suspend(self, on: str) -> JSON:
+    def take_answer(self) -> tuple[int, JSON] | None:
+        """The next entry in call order, if one is recorded."""
         answers = self.answers()
         index = self._consumed
         if index < len(answers):
             self._consumed += 1
-            self.last_gate = (index, on, answers[index])
-            return answers[index]
-        raise Park({"on": on})
+            return index, answers[index]
+        return None
+
+    def suspend(self, on: str, meta: dict[str, JSON] | None = None) -> JSON:
+        taken = self.take_answer()
+        if taken is not None:
+            self.passed.append(Passed(taken[0], on, taken[1]))
+            return taken[1]
+        condition = {k: v for k, v in (meta or {}).items() if k != "stepId"}  # only the kernel sets stepId
+        condition["on"] = on
+        raise Park(condition)
 
     # -- steps -----------------------------------------------------------------
-    def step(self, step_id: str, effect: Callable[[], JSON]) -> JSON:
-        frame = self.state.steps.get(step_id)
+    def run(self, op: StepOp) -> JSON:
+        if op.kind == "human":
+            return self.human(op)
+        frame = self.state.steps.get(op.id)
         if frame is not None and frame.get("status") == "completed":
             return frame.get("output")
-        attempt = int(frame.get("attempt") or 0) + 1 if frame else 1
-        self._append("STEP_STARTED", {"stepId": step_id, "attempt": attempt})
-        output = effect()
-        self._append("STEP_COMPLETED", {"stepId": step_id, "output": output})
-        return output
+        attempt = 1
+        if frame is not None:
+            previous = int(frame.get("attempt") or 1)
+            if op.kind == "idempotent":
+                attempt = previous + 1
+            else:
+                resolved = self.in_doubt(op, frame, previous)
+                if resolved is not None:
+                    return resolved[1]
+                attempt = previous + 1  # retry-fresh
+        return self._attempt(op, attempt)
 
-    # -- emits -----------------------------------------------------------------
-    def emit(self, event_type: str, payload: JSON) -> None:
-        if event_type in kernel_event_types():
-            # ADR 0104 D1: flow code cannot write kernel state.
-            raise EmitRefusedError("kernel-type", f"flow code may not emit the kernel event type {event_type}")
-        key = fact_key(event_type, payload)
+    def _attempt(self, op: StepOp, attempt: int) -> JSON:
+        self._append("STEP_STARTED", {"stepId": op.id, "attempt": attempt})
+        crash = op.crash
+        if crash is not None and crash.at == "before-effect" and attempt in crash.attempts:
+            raise WorkerCrashed(f"{op.id} attempt {attempt}: before the effect")
+        self.world.perform(self.execution_id, op.id, attempt)
+        scope = EffectScope(op.id, attempt)
+        try:
+            for emitted in op.emits:
+                self.emit(emitted.type, emitted.payload, scope)
+        except EmitRefusedError as refused:
+            self._append("STEP_FAILED", {"stepId": op.id, "error": {"type": refused.error, "reason": refused.reason,
+                                                                     "message": refused.message}})
+            raise StepFailed(op.id, {"type": refused.error, "reason": refused.reason}) from None
+        if crash is not None and crash.at == "after-effect" and attempt in crash.attempts:
+            raise WorkerCrashed(f"{op.id} attempt {attempt}: after the effect, before its completion")
+        self._append("STEP_COMPLETED", {"stepId": op.id, "output": op.output})
+        return op.output
+
+    def in_doubt(self, op: StepOp, frame: dict[str, JSON], attempt: int) -> tuple[str, JSON] | None:
+        """A non-idempotent attempt that started and never completed may have acted.
+        Apply the verdict for THIS attempt, or record the doubt and park (ADR 0104 D1).
+        Returns ("done", output) when resolved, None for a retry-fresh."""
+        verdict = self.verdict(op.id, attempt, frame)
+        if verdict is None:
+            if frame.get("inDoubtAttempt") != attempt:
+                self._append("EFFECT_INDOUBT", {"stepId": op.id, "attempt": attempt})
+            raise Park({"on": IN_DOUBT_GATE, "stepId": op.id, "attempt": attempt})
+        resolution = verdict.get("resolution")
+        if resolution == "succeeded":
+            output = verdict.get("output")
+            self._append("STEP_COMPLETED", {"stepId": op.id, "output": output})
+            return ("done", output)
+        if resolution == "failed":
+            error = {"type": "EffectFailed", "reason": "in-doubt verdict: failed"}
+            self._append("STEP_FAILED", {"stepId": op.id, "error": error})
+            raise StepFailed(op.id, error)
+        return None
+
+    def verdict(self, step_id: str, attempt: int, frame: dict[str, JSON]) -> dict[str, JSON] | None:
+        """The verdict for this step's CURRENT attempt only, and only beside the
+        kernel's own EFFECT_INDOUBT for that attempt (ADR 0104 D1)."""
+        if frame.get("inDoubtAttempt") != attempt:
+            return None
+        choice = self.decisions.get(indoubt_decision_id(step_id, attempt))
+        if is_verdict_for(choice, step_id):
+            return choice
+        # Pre-0104 fallback: the latest _resumePayload, honoured only while the
+        # step's latest EFFECT_INDOUBT fact is for the current attempt (checked above).
+        legacy = self.state.variables.get("_resumePayload")
+        return legacy if is_verdict_for(legacy, step_id) else None
+
+    def human(self, op: StepOp) -> JSON:
+        """A human step is a suspend point: it consumes its entry in call order,
+        live and on replay, and takes an answer only once it has parked."""
+        frame = self.state.steps.get(op.id)
+        if frame is not None and frame.get("status") == "completed":
+            taken = self.take_answer()  # so the entry is never served to a later gate
+            index = taken[0] if taken else self._consumed
+            self.passed.append(Passed(index, op.on, frame.get("output")))
+            return frame.get("output")
+        if frame is not None:
+            taken = self.take_answer()
+            if taken is not None:
+                self._append("STEP_COMPLETED", {"stepId": op.id, "output": taken[1]})
+                self.passed.append(Passed(taken[0], op.on, taken[1]))
+                return taken[1]
+        else:
+            self._append("STEP_STARTED", {"stepId": op.id, "attempt": 1})
+        raise Park({"on": op.on, "stepId": op.id}, human=True)
+
+    # -- decisions and emits ---------------------------------------------------
+    def decide(self, decision_id: str, choice: JSON) -> JSON:
+        check_decide(decision_id)  # before the replay lookup
+        if decision_id in self.decisions:
+            return self.decisions[decision_id]
+        self.emit("DECISION_RECORDED", {"decisionId": decision_id, "choice": choice, "source": "flow"})
+        return choice
+
+    def emit(self, event_type: str, payload: JSON, scope: EffectScope | None = None) -> None:
+        event_type, plain = guard(event_type, payload, self.decisions, scope)
+        key = fact_key(event_type, plain)
         if key in self._facts:
             return
-        self._append(event_type, payload)
+        self._append(event_type, plain)
         self._facts.add(key)
+        if event_type == "DECISION_RECORDED":
+            self.decisions[plain["decisionId"]] = plain.get("choice")

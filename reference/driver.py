@@ -17,17 +17,18 @@ from pydantic import ValidationError
 
 from loomcheck import __version__
 from loomcheck.harness.driver import JSON, Hello, Outcome
-from loomcheck.reference.context import FlowContext
+from loomcheck.reference.context import FlowContext, World
 from loomcheck.reference.errors import KernelRefusal
 from loomcheck.reference.events import Event, NotJson, to_plain_json
 from loomcheck.reference.fold import HANDLERS, Handler, State, fold
-from loomcheck.reference.runtime import Runtime
+from loomcheck.reference.runtime import Driven, Runtime
 from loomcheck.reference.stores.base import EventStore, StoreError
 from loomcheck.reference.stores.memory import InMemoryEventStore
 from loomcheck.spec.programs import FlowProgram
 from loomcheck.spec.vocabulary import vocabulary
 
-FEATURES = ["fold", "load-log", "recover", "input-validation"]
+FEATURES = ["fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
+            "human-steps", "in-doubt", "parallel", "emit-guard"]
 
 
 class ReferenceDriver:
@@ -39,7 +40,10 @@ class ReferenceDriver:
         self._tmpdir: str | None = None
         self.store = self._make_store(store)
         self.handlers = handlers
-        self.runtime = runtime_class(self.store, context_class=context_class, handlers=handlers)
+        self.world = World()  # the outside world effects act on; a crash does not reset it
+        self._make_runtime = lambda: runtime_class(self.store, context_class=context_class, handlers=handlers,
+                                                   world=self.world)
+        self.runtime = self._make_runtime()
 
     def _make_store(self, store: str | EventStore) -> EventStore:
         if not isinstance(store, str):
@@ -59,7 +63,16 @@ class ReferenceDriver:
 
     def reset(self) -> None:
         self.store.clear()
-        self.runtime.flows.clear()
+        self.world.ledger.clear()
+        self.runtime = self._make_runtime()
+
+    def restart(self) -> None:
+        """A process restart: the runtime's memory is gone; the store, the deployed
+        flows (code) and the outside world remain."""
+        flows = dict(self.runtime.flows)
+        self.runtime = self._make_runtime()
+        for flow_id, program in flows.items():
+            self.runtime.register(flow_id, program)
 
     def define_flow(self, flow_id: str, program: dict[str, JSON]) -> Outcome:
         try:
@@ -80,6 +93,15 @@ class ReferenceDriver:
 
     def recover(self, execution_id: str) -> Outcome:
         return self._refusable(lambda: self.runtime.recover(execution_id))
+
+    def recover_abandoned(self) -> list[str]:
+        return self.runtime.recover_abandoned()
+
+    def resume_as(self, execution_id: str, flow_id: str, event_type: str, payload: JSON) -> Outcome:
+        return self._refusable(lambda: self.runtime.resume_as(execution_id, flow_id, event_type, payload))
+
+    def effects(self, execution_id: str) -> list[dict[str, JSON]]:
+        return [{"stepId": e["stepId"], "attempt": e["attempt"]} for e in self.world.of(execution_id)]
 
     def load(self, execution_id: str, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> Outcome:
         if self.runtime.exists(execution_id):
@@ -113,12 +135,14 @@ class ReferenceDriver:
             self._tmpdir = None
 
     # -- helpers -----------------------------------------------------------------
-    @staticmethod
-    def _refusable(operation: Callable[[], Any]) -> Outcome:
+    def _refusable(self, operation: Callable[[], Any]) -> Outcome:
         try:
-            operation()
+            driven = operation()
         except KernelRefusal as refusal:
             return Outcome.refused(refusal.error, refusal.reason, refusal.message)
+        if isinstance(driven, Driven) and driven.crashed:
+            self.restart()  # the worker died: nothing of its memory survives
+            return Outcome.accepted(crashed=True)
         return Outcome.accepted()
 
 

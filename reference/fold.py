@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from loomcheck.reference.events import JSON, Event
 
-IN_DOUBT_GATE = "EffectInDoubtResolved"
+from loomcheck.spec.names import IN_DOUBT_GATE
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
 
@@ -128,7 +128,10 @@ def _cancelled(state: State, payload: JSON) -> None:
 
 
 def _migrated(state: State, payload: JSON) -> None:
-    entry: dict[str, JSON] = {"fromVersion": copy.deepcopy(_field(payload, "fromVersion")),
+    to_flow = _field(payload, "toFlow")
+    if isinstance(to_flow, str):
+        state.flow_id = to_flow  # the execution now runs on the target flow's code
+    entry: dict[str, JSON] = {"fromFlow": copy.deepcopy(_field(payload, "fromFlow")), "toFlow": copy.deepcopy(to_flow),"fromVersion": copy.deepcopy(_field(payload, "fromVersion")),
                               "toVersion": copy.deepcopy(_field(payload, "toVersion"))}
     if isinstance(payload, dict) and "migratedInput" in payload:
         # ADR 0056 D2: the fold replaces _input; every resume path reads it.

@@ -5,9 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loomcheck.reference.context import FlowContext
+from loomcheck.reference.context import FlowContext, Park
 from loomcheck.reference.events import JSON
-from loomcheck.spec.programs import OBSERVED_EVENT, CompleteOp, EmitOp, FlowProgram, ObserveOp, StepOp, SuspendOp
+from loomcheck.spec.programs import (
+    OBSERVED_EVENT,
+    CompleteOp,
+    DecideOp,
+    EmitOp,
+    FlowProgram,
+    ObserveOp,
+    ParallelOp,
+    StepOp,
+    SuspendOp,
+)
 
 
 @dataclass(frozen=True)
@@ -15,20 +25,43 @@ class Completed:
     output: JSON
 
 
+def call(ctx: FlowContext, op: StepOp | SuspendOp) -> JSON:
+    if isinstance(op, StepOp):
+        return ctx.run(op)
+    return ctx.suspend(op.on, op.meta)
+
+
+def parallel(ctx: FlowContext, op: ParallelOp) -> list[JSON]:
+    """Every branch is called in order (Promise.all). When several park, the
+    recorded park is a human step's (thrown synchronously) before a suspend's
+    (rejected a tick later), else the first called (ADR 0104 D1, parallel)."""
+    results: list[JSON] = []
+    parks: list[Park] = []
+    for branch in op.branches:
+        try:
+            results.append(call(ctx, branch))
+        except Park as park:
+            parks.append(park)
+    if parks:
+        raise next((p for p in parks if p.human), parks[0])
+    return results
+
+
 def run_program(program: FlowProgram, ctx: FlowContext) -> Completed:
-    """Run the body from the top. Raises Park when a gate has no answer left."""
+    """Run the body from the top. Raises Park when a suspend point has no answer left."""
     for op in program.body:
-        if isinstance(op, StepOp):
-            output = op.output
-            ctx.step(op.id, lambda: output)
-        elif isinstance(op, SuspendOp):
-            ctx.suspend(op.on)
+        if isinstance(op, (StepOp, SuspendOp)):
+            call(ctx, op)
+        elif isinstance(op, ParallelOp):
+            parallel(ctx, op)
         elif isinstance(op, ObserveOp):
-            gate = ctx.last_gate
-            index, on, value = gate if gate is not None else (None, None, None)
-            ctx.emit(OBSERVED_EVENT, {"gate": index, "on": on, "value": value})
+            for passed in ctx.passed[ctx.observed:]:
+                ctx.emit(OBSERVED_EVENT, {"gate": passed.index, "on": passed.on, "value": passed.value})
+            ctx.observed = len(ctx.passed)
         elif isinstance(op, EmitOp):
             ctx.emit(op.type, op.payload)
+        elif isinstance(op, DecideOp):
+            ctx.decide(op.id, op.choice)
         elif isinstance(op, CompleteOp):
             return Completed(op.output)
     return Completed(None)

@@ -1,18 +1,34 @@
-"""The reference runtime: start, resume, recover; each checks first and appends
-after, so a refusal leaves the log byte-identical.
+"""The reference runtime: start, resume, resumeAs, recover; each checks first
+and appends after, so a refusal leaves the log byte-identical.
 
-Recording table (ADR 0104 D1), as far as this kernel has suspend points:
-- parked at a gate, answered by a resume naming it: the resume-typed event, then
-  EXECUTION_RESUMED(payload) — the payload is that gate's answer;
-- crashed (running), re-driven by recovery: EXECUTION_RECOVERED {} only — it
-  answers no suspend point, so nothing becomes an entry.
+Beside the resume-typed event, resume() and resumeAs() record (ADR 0104 D1):
+
+| the execution was...                 | recorded                                              |
+| parked at a gate (suspend or human)  | EXECUTION_RESUMED(payload): the payload IS the answer |
+| parked in doubt                      | DECISION_RECORDED {__loom_indoubt__:<step>:<attempt>, |
+|                                      |   choice: verdict, source: "operator"},               |
+|                                      |   then EXECUTION_RESUMED(null)                        |
+| crashed (running/pending)            | nothing: it is parked at no gate                      |
+| terminal (resumeAs only)             | EXECUTION_RESUMED(null): re-opens it, answers nothing |
+
+Recovery is the kernel's own resume of a crashed execution: EXECUTION_RECOVERED {}
+and nothing else. A resumeAs also records EXECUTION_MIGRATED first.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from loomcheck.reference.context import FlowContext, Park
+from loomcheck.reference.context import (
+    FlowContext,
+    Park,
+    StepFailed,
+    World,
+    WorkerCrashed,
+    indoubt_decision_id,
+    is_verdict_for,
+)
 from loomcheck.reference.errors import (
     EmitRefusedError,
     FlowDefinitionError,
@@ -22,7 +38,7 @@ from loomcheck.reference.errors import (
     ResumeRefusedError,
 )
 from loomcheck.reference.events import JSON, Event, NotJson, to_plain_json
-from loomcheck.reference.fold import HANDLERS, TERMINAL, Handler, State, fold
+from loomcheck.reference.fold import HANDLERS, IN_DOUBT_GATE, TERMINAL, Handler, State, fold
 from loomcheck.reference.interpreter import run_program
 from loomcheck.reference.stores.base import EventStore
 from loomcheck.spec.parsing import Invalid, parse
@@ -46,13 +62,22 @@ class Appender:
         return event
 
 
+@dataclass(frozen=True)
+class Driven:
+    """How a run ended: parked, completed, failed, or the worker crashed."""
+
+    state: State
+    crashed: bool = False
+
+
 class Runtime:
     def __init__(self, store: EventStore, *, context_class: Callable[..., FlowContext] = FlowContext,
-                 handlers: Mapping[str, Handler] = HANDLERS) -> None:
+                 handlers: Mapping[str, Handler] = HANDLERS, world: World | None = None) -> None:
         self.store = store
         self.flows: dict[str, FlowProgram] = {}
         self.context_class = context_class
         self.handlers = handlers
+        self.world = world or World()
 
     # -- flows -----------------------------------------------------------------
     def register(self, flow_id: str, program: FlowProgram) -> None:
@@ -78,7 +103,7 @@ class Runtime:
         return self.store.next_seq(execution_id) > 1 or self.store.get_snapshot(execution_id) is not None
 
     # -- operations ------------------------------------------------------------
-    def start(self, execution_id: str, flow_id: str, input: JSON) -> State:
+    def start(self, execution_id: str, flow_id: str, input: JSON) -> Driven:
         try:
             to_plain_json(execution_id)
         except NotJson as exc:
@@ -100,14 +125,36 @@ class Runtime:
         Appender(self.store, execution_id, 1)("EXECUTION_STARTED", {"flowId": flow_id, "input": value})
         return self.drive(execution_id)
 
-    def resume(self, execution_id: str, event_type: str, payload: JSON) -> State:
+    def resume(self, execution_id: str, event_type: str, payload: JSON) -> Driven:
         state, _ = self._existing(execution_id)
         self.check_resumable(state, event_type)
-        try:
-            answer = to_plain_json(payload)
-        except NotJson as exc:
-            raise ResumePayloadValidationError("invalid-payload", f"payload is not JSON: {exc}") from None
-        self.record_answer(execution_id, state, event_type, answer)
+        answer = self._plain_payload(payload)
+        self._require_flow(state.flow_id)
+        self.check_answer(state, answer)
+        append = Appender(self.store, execution_id, state.sequence + 1)
+        append(event_type, answer)
+        self.record_answer(append, state, answer)
+        return self.drive(execution_id)
+
+    def resume_as(self, execution_id: str, target_flow: str, event_type: str, payload: JSON) -> Driven:
+        """Resume onto another flow (new code). Parked: every check resume runs,
+        against the RECORDED gate. Crashed or terminal: the kernel namespace only."""
+        state, _ = self._existing(execution_id)
+        if event_type in kernel_event_types():
+            raise ResumeRefusedError("kernel-namespace", f"{event_type} is a kernel event type")
+        self._require_flow(target_flow)
+        answer = self._plain_payload(payload)
+        if state.status == "suspended":
+            self.check_resumable(state, event_type)
+            self.check_answer(state, answer)
+        append = Appender(self.store, execution_id, state.sequence + 1)
+        append("EXECUTION_MIGRATED", {"fromFlow": state.flow_id, "toFlow": target_flow})
+        append(event_type, answer)
+        if state.status == "suspended":
+            self.record_answer(append, state, answer)
+        elif state.status in TERMINAL:
+            # Re-opens it, so a later crash is recoverable, without answering a gate.
+            append("EXECUTION_RESUMED", None)
         return self.drive(execution_id)
 
     def check_resumable(self, state: State, event_type: str) -> None:
@@ -119,50 +166,86 @@ class Runtime:
             raise ResumeRefusedError("not-suspended", f"execution is {state.status}, not parked")
         if event_type != parked_on:
             raise ResumeRefusedError("gate-mismatch", f"execution is parked on {parked_on!r}, not {event_type!r}")
-        if state.flow_id not in self.flows:
-            raise FlowDefinitionError("unknown-flow", f"flow {state.flow_id!r} is not registered here")
 
-    def record_answer(self, execution_id: str, state: State, event_type: str, answer: JSON) -> None:
-        # ADR 0104 D1, parked at a gate: the payload IS that gate's answer.
-        append = Appender(self.store, execution_id, state.sequence + 1)
-        append(event_type, answer)
-        append("EXECUTION_RESUMED", answer)
+    def check_answer(self, state: State, answer: JSON) -> None:
+        """At an in-doubt park only a verdict for the parked step is an answer."""
+        if state.parked_on == IN_DOUBT_GATE:
+            step_id = (state.suspended_on or {}).get("stepId")
+            if not isinstance(step_id, str) or not is_verdict_for(answer, step_id):
+                raise ResumePayloadValidationError(
+                    "not-a-verdict", f"an in-doubt park of step {step_id!r} takes "
+                                     f"{{stepId: {step_id!r}, resolution: succeeded|failed|retry-fresh, output?}}")
 
-    def recover(self, execution_id: str) -> State:
+    def record_answer(self, append: Appender, state: State, answer: JSON) -> None:
+        if state.parked_on == IN_DOUBT_GATE:
+            # The verdict answers ONE park, of one attempt of one step: a decision, not an entry.
+            condition = state.suspended_on or {}
+            decision_id = indoubt_decision_id(str(condition.get("stepId")), int(condition.get("attempt") or 1))
+            append("DECISION_RECORDED", {"decisionId": decision_id, "choice": answer, "source": "operator"})
+            append("EXECUTION_RESUMED", None)
+        else:
+            append("EXECUTION_RESUMED", answer)  # the payload IS that gate's answer
+
+    def recover(self, execution_id: str) -> Driven:
         state, _ = self._existing(execution_id)
         if state.status == "suspended":
             # ADR 0104 D4: recovery of a parked execution is refused.
             raise ResumeRefusedError("not-suspended", "execution is parked; only a resume naming its gate re-drives it")
         if state.status in TERMINAL:
             raise ResumeRefusedError("terminal", f"execution is {state.status}; nothing to re-drive")
-        if state.flow_id not in self.flows:
-            raise FlowDefinitionError("unknown-flow", f"flow {state.flow_id!r} is not registered here")
+        self._require_flow(state.flow_id)
         # ADR 0104 D1, crashed: EXECUTION_RECOVERED {} and nothing else; it answers no gate.
         Appender(self.store, execution_id, state.sequence + 1)(RECOVERED, {})
         return self.drive(execution_id)
 
+    def recover_abandoned(self) -> list[str]:
+        """Re-drive every crashed execution; parked and finished ones are skipped."""
+        recovered = []
+        for execution_id in self.store.executions():
+            state = self.state(execution_id)
+            if state.status in ("running", "pending") and state.flow_id in self.flows:
+                self.recover(execution_id)
+                recovered.append(execution_id)
+        return recovered
+
     # -- running ---------------------------------------------------------------
-    def drive(self, execution_id: str) -> State:
-        """Run the flow from the top on the folded state until it parks or ends."""
+    def drive(self, execution_id: str) -> Driven:
+        """Run the flow from the top on the folded state until it parks, ends or crashes."""
         state, events = self.load(execution_id)
         program = self.flows[state.flow_id or ""]
         append = Appender(self.store, execution_id, state.sequence + 1)
-        ctx = self.context_class(state, events, append)
+        ctx = self.context_class(state, events, append, self.world, execution_id)
         try:
             completed = run_program(program, ctx)
         except Park as park:
             append("EXECUTION_SUSPENDED", {"condition": park.condition})
+        except WorkerCrashed:
+            return Driven(self.state(execution_id), crashed=True)
+        except StepFailed as failed:
+            append("EXECUTION_FAILED", {"error": {"stepId": failed.step_id, **failed.error}})
         except EmitRefusedError as refused:
             append("EXECUTION_FAILED", {"error": {"type": refused.error, "reason": refused.reason,
                                                    "message": refused.message}})
         else:
             append("EXECUTION_COMPLETED", {"output": completed.output})
-        return self.state(execution_id)
+        return Driven(self.state(execution_id))
 
+    # -- helpers -----------------------------------------------------------------
     def _existing(self, execution_id: str) -> tuple[State, list[Event]]:
         if not self.exists(execution_id):
             raise ResumeRefusedError("unknown-execution", f"no execution {execution_id!r}")
         return self.load(execution_id)
 
+    def _require_flow(self, flow_id: str | None) -> None:
+        if flow_id not in self.flows:
+            raise FlowDefinitionError("unknown-flow", f"flow {flow_id!r} is not registered here")
 
-__all__ = ["Runtime", "KernelRefusal"]
+    @staticmethod
+    def _plain_payload(payload: JSON) -> JSON:
+        try:
+            return to_plain_json(payload)
+        except NotJson as exc:
+            raise ResumePayloadValidationError("invalid-payload", f"payload is not JSON: {exc}") from None
+
+
+__all__ = ["Runtime", "KernelRefusal", "Driven"]

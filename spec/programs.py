@@ -8,13 +8,39 @@ order, from the top, on every run of the flow:
 
     {"op": "step", "id": "a", "output": <json>}     idempotent step: runs once;
         records STEP_STARTED {stepId, attempt} then STEP_COMPLETED {stepId, output};
-        every re-run replays the recorded output instead.
+        every re-run replays the recorded output instead. Optional fields:
+          "kind": "idempotent" (default) | "non-idempotent" | "human"
+          "crash": {"at": "before-effect" | "after-effect", "attempts": [1]}
+              the worker dies at that point on those attempts (ADR 0104's faults);
+              a crashed idempotent step re-runs as a new attempt when re-driven, a
+              crashed non-idempotent step is in doubt: EFFECT_INDOUBT {stepId,
+              attempt} and a park on {on: "EffectInDoubtResolved", stepId, attempt}
+          "emits": [{"type", "payload"}]  emitted from inside the effect
+              (EffectContext.emit: the emit guard applies, decision ids are
+              rewritten into the step's namespace)
+          "on": gate name a human step parks on (default "HumanInput")
+        A human step is a suspend point (ADR 0104 D1): it parks with the
+        kernel-set condition {on, stepId}, takes the next answer in call order
+        once it has parked, and completes with STEP_COMPLETED {stepId, output:
+        answer}; on replay it consumes its entry again, so no later gate gets it.
     {"op": "suspend", "on": "go1"}                    a gate: the i-th suspend point a
         run reaches takes the i-th recorded answer (ADR 0057); with none left it
-        parks with EXECUTION_SUSPENDED {condition: {on}}.
-    {"op": "observe"}                                 records what the last gate
-        returned, as the application event `loomcheck.observed`
-        {gate: <0-based index of that gate in this run>, on, value}.
+        parks with EXECUTION_SUSPENDED {condition: {on, ...meta}}. "meta" adds
+        fields to the condition; a caller-supplied stepId is stripped (only the
+        kernel sets it, ADR 0104 D2).
+    {"op": "observe"}                                 records what each suspend
+        point passed since the previous observe returned, as application events
+        `loomcheck.observed` {gate: <0-based index of that suspend point in this
+        run>, on, value}.
+    {"op": "decide", "id": "d", "choice": <json>}      ctx.decide: recorded once as
+        DECISION_RECORDED {decisionId, choice, source: "flow"}, replayed after;
+        a reserved id (`__loom_...`) fails the run (ADR 0104 D1).
+    {"op": "parallel", "branches": [step | suspend, ...]}  ctx.parallel: every
+        branch is called, in order; suspend points take answers in call order.
+        When several branches park, one park is recorded: a human step's (its
+        effect throws synchronously) before a suspend's (which rejects a tick
+        later), else the first called. Mixing the two is ADR 0104's documented
+        hazard.
     {"op": "emit", "type": "app.x", "payload": <json>}  an application event.
     {"op": "complete", "output": <json>}              completes the execution
         (EXECUTION_COMPLETED {output}); the end of the body completes with null.
@@ -34,23 +60,45 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from loomcheck.spec.names import HUMAN_GATE, IN_DOUBT_GATE, OBSERVED_EVENT  # noqa: F401  (re-exported)
+
 LANGUAGE = "loomcheck-flow/1"
-OBSERVED_EVENT = "loomcheck.observed"
 
 
 class _Op(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Crash(_Op):
+    at: Literal["before-effect", "after-effect"]
+    attempts: list[int] = Field(default=[1], min_length=1)
+
+
+class EmitSpec(_Op):
+    type: str = Field(min_length=1)
+    payload: JsonValue = None
+
+
 class StepOp(_Op):
     op: Literal["step"]
     id: str = Field(min_length=1)
+    kind: Literal["idempotent", "non-idempotent", "human"] = "idempotent"
     output: JsonValue = None
+    on: str = HUMAN_GATE
+    crash: Crash | None = None
+    emits: list[EmitSpec] = []
+
+    @model_validator(mode="after")
+    def _human_has_no_effect(self) -> "StepOp":
+        if self.kind == "human" and (self.crash is not None or self.emits):
+            raise ValueError("a human step has no effect to crash in or emit from")
+        return self
 
 
 class SuspendOp(_Op):
     op: Literal["suspend"]
     on: str
+    meta: dict[str, JsonValue] = {}
 
 
 class ObserveOp(_Op):
@@ -68,7 +116,26 @@ class CompleteOp(_Op):
     output: JsonValue = None
 
 
-Op = Annotated[Union[StepOp, SuspendOp, ObserveOp, EmitOp, CompleteOp], Field(discriminator="op")]
+class DecideOp(_Op):
+    op: Literal["decide"]
+    id: str
+    choice: JsonValue = None
+
+
+Branch = Annotated[Union[StepOp, SuspendOp], Field(discriminator="op")]
+
+
+class ParallelOp(_Op):
+    op: Literal["parallel"]
+    branches: list[Branch] = Field(min_length=1)
+
+
+Op = Annotated[Union[StepOp, SuspendOp, ObserveOp, EmitOp, CompleteOp, DecideOp, ParallelOp], Field(discriminator="op")]
+
+
+def is_suspend_point(op: object) -> bool:
+    """A call that consumes an answer: ctx.suspend, or a human step (ADR 0104 D1)."""
+    return isinstance(op, SuspendOp) or (isinstance(op, StepOp) and op.kind == "human")
 
 
 class FlowProgram(BaseModel):
@@ -85,7 +152,7 @@ class FlowProgram(BaseModel):
     @model_validator(mode="after")
     def _unique_steps(self) -> "FlowProgram":
         seen: set[str] = set()
-        for op in self.body:
+        for op in self.calls():
             if isinstance(op, StepOp):
                 if op.id in seen:
                     raise ValueError(f"step id '{op.id}' is used twice")
@@ -94,13 +161,48 @@ class FlowProgram(BaseModel):
             raise ValueError("validateInput needs an inputSchema")
         return self
 
-    def gates(self) -> list[str]:
-        """The gate names in the order a run reaches them (programs are linear)."""
-        body = self.body
-        names: list[str] = []
-        for op in body:
+    def calls(self) -> list[Op]:
+        """Every context call in call order, parallel branches flattened, up to completion."""
+        found: list[Op] = []
+        for op in self.body:
             if isinstance(op, CompleteOp):
                 break
-            if isinstance(op, SuspendOp):
-                names.append(op.on)
-        return names
+            found.extend(op.branches if isinstance(op, ParallelOp) else [op])
+        return found
+
+    def suspend_points(self) -> list[Op]:
+        return [op for op in self.calls() if is_suspend_point(op)]
+
+    def gates(self) -> list[str]:
+        """The names of the suspend points, in call order (programs are linear)."""
+        return [op.on for op in self.suspend_points()]
+
+    def step(self, step_id: str) -> StepOp | None:
+        return next((op for op in self.calls() if isinstance(op, StepOp) and op.id == step_id), None)
+
+
+def program_features(program: dict) -> set[str]:
+    """The driver features a flow program (as JSON) needs to be run faithfully."""
+    needs: set[str] = set()
+    try:
+        parsed = FlowProgram.model_validate(program)
+    except ValueError:
+        return needs
+    if parsed.validateInput:
+        needs.add("input-validation")
+    for op in parsed.body:
+        if isinstance(op, ParallelOp):
+            needs.add("parallel")
+        if isinstance(op, DecideOp):
+            needs.add("emit-guard")
+    for op in parsed.calls():
+        if isinstance(op, StepOp):
+            if op.kind == "human":
+                needs.add("human-steps")
+            if op.kind == "non-idempotent":
+                needs.add("in-doubt")
+            if op.crash is not None:
+                needs.add("recover")
+            if op.emits:
+                needs.add("emit-guard")
+    return needs

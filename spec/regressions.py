@@ -51,9 +51,25 @@ class ResumeModel(_Model):
     payload: JsonValue = None
 
 
+class ResumeAsModel(_Model):
+    op: Literal["resume-as"]
+    execution: str
+    flow: str
+    type: str
+    payload: JsonValue = None
+
+
 class RecoverModel(_Model):
     op: Literal["recover"]
     execution: str
+
+
+class RecoverAbandonedModel(_Model):
+    op: Literal["recover-abandoned"]
+
+
+class RestartModel(_Model):
+    op: Literal["restart"]
 
 
 class EventModel(_Model):
@@ -69,12 +85,12 @@ class LoadModel(_Model):
     snapshot: dict[str, JsonValue] | None = None
 
 
-OperationModel = Annotated[Union[DefineModel, StartModel, ResumeModel, RecoverModel, LoadModel],
-                           Field(discriminator="op")]
+OperationModel = Annotated[Union[DefineModel, StartModel, ResumeModel, ResumeAsModel, RecoverModel,
+                                 RecoverAbandonedModel, RestartModel, LoadModel], Field(discriminator="op")]
 
 
 class Expectation(_Model):
-    outcomes: list[str] = Field(description='per operation: "ok" or "refused:<reason>"')
+    outcomes: list[str] = Field(description='per operation: "ok", "ok:crashed" (the worker died), "ok:[ids]" (recover-abandoned) or "refused:<reason>"')
     logs: dict[str, list[EventModel]]
 
 

@@ -34,10 +34,19 @@ class EventType(_Strict):
     fold: str
 
 
+class EmitGuard(_Strict):
+    allowed: list[str]
+    audit: list[str]
+    quota_reason_max: int = Field(gt=0)
+    reserved_decision_prefix: str = Field(min_length=1)
+    meter_ceilings: dict[str, float]
+
+
 class Vocabulary(_Strict):
     current: str = Field(pattern=VERSION_PATTERN)
     history: list[SchemaVersion]
     event: list[EventType]
+    emit_guard: EmitGuard
 
     @property
     def kernel_types(self) -> frozenset[str]:

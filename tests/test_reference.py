@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 from loomcheck.fuzz import hostile
 from loomcheck.harness.driver import Outcome
 from loomcheck.properties.strategies import payloads, programs
-from loomcheck.reference.context import FlowContext, Park
+from loomcheck.reference.context import FlowContext, Park, World
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.reference.events import Event, to_plain_json
 from loomcheck.reference.fold import HANDLERS, IN_DOUBT_GATE, State, fold, handler_for
 from loomcheck.reference.runtime import Runtime
 from loomcheck.reference.stores.memory import InMemoryEventStore
-from loomcheck.spec.programs import LANGUAGE, OBSERVED_EVENT, FlowProgram
-from loomcheck.spec.vocabulary import kernel_event_types, refusals
+from loomcheck.spec.programs import LANGUAGE, OBSERVED_EVENT, FlowProgram, StepOp
+from loomcheck.spec.vocabulary import kernel_event_types, refusals, vocabulary
 
 JSON = Any
 KERNEL_TYPES: list[str] = sorted(kernel_event_types())
@@ -293,24 +293,23 @@ def test_rerun_sees_recorded_step_output() -> None:
     runtime.register("f", FlowProgram.model_validate(program(step("a", "recorded"), gate("go1"))))
     runtime.start("x", "f", None)
     runtime.register("f", FlowProgram.model_validate(program(step("a", "changed"), gate("go1"))))
-    state = runtime.resume("x", "go1", True)
+    state = runtime.resume("x", "go1", True).state
     assert state.status == "completed"
     assert state.steps["a"] == {"status": "completed", "attempt": 1, "output": "recorded"}
     assert [e.type for e in runtime.log("x")].count("STEP_STARTED") == 1
 
 
 def test_context_step_replays_without_running_the_effect() -> None:
-    """ADR 0057 Context: FlowContext.step returns the recorded output, never calls the effect, appends nothing."""
+    """ADR 0057 Context: FlowContext.run returns the recorded output, never runs the effect, appends nothing."""
     state = State(status="running", steps={"a": {"status": "completed", "attempt": 1, "output": {"k": [1]}}})
 
     def must_not_append(event_type: str, payload: JSON) -> Event:
         raise AssertionError(f"appended {event_type}")
 
-    def must_not_run() -> JSON:
-        raise AssertionError("effect ran")
-
-    ctx = FlowContext(state, [], must_not_append)
-    assert ctx.step("a", must_not_run) == {"k": [1]}
+    world = World()
+    ctx = FlowContext(state, [], must_not_append, world, "x")
+    assert ctx.run(StepOp(op="step", id="a", output="the code changed")) == {"k": [1]}
+    assert world.ledger == []
 
 
 # --------------------------------------------------------------------------- emits
@@ -328,9 +327,10 @@ def test_application_emit_is_appended_once_across_reruns(driver: ReferenceDriver
     assert status(driver, "x") == "completed"
 
 
-@pytest.mark.parametrize("kernel_type", KERNEL_TYPES)
+@pytest.mark.parametrize("kernel_type", sorted(set(KERNEL_TYPES) - set(vocabulary().emit_guard.allowed)))
 def test_emit_of_kernel_type_fails_the_execution(driver: ReferenceDriver, kernel_type: str) -> None:
-    """ADR 0104 D1 (the emit guard): flow code emitting a kernel type fails the run and appends no kernel event."""
+    """ADR 0104 D1 (the emit guard): flow code emitting a kernel type outside the allow-list fails
+    the run and appends no kernel event."""
     define(driver, "f", step("a", 1), emit(kernel_type, {"forged": True}), complete("never"))
     ok(driver.start("x", "f", None))
     log = driver.read_log("x")
@@ -363,7 +363,8 @@ def test_refusal_table_is_the_spec() -> None:
     """ADR 0104 D4: the reasons these tests check are exactly the catalogue's refusal reasons."""
     assert set(REFUSAL_ERRORS) == {
         "unknown-execution", "kernel-namespace", "not-suspended", "gate-mismatch", "terminal", "invalid-input",
-        "unknown-flow", "duplicate-execution", "invalid-payload", "invalid-program", "kernel-type"}
+        "unknown-flow", "duplicate-execution", "invalid-payload", "invalid-program", "kernel-type",
+        "invalid-meter", "invalid-quota", "reserved-decision-id", "decision-conflict", "invalid-emit", "not-a-verdict"}
 
 
 @pytest.mark.parametrize("kernel_type", KERNEL_TYPES)

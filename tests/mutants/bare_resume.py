@@ -8,8 +8,11 @@ from loomcheck.reference.runtime import Appender, Runtime
 
 
 class BareRuntime(Runtime):
-    def record_answer(self, execution_id, state, event_type, answer):
-        Appender(self.store, execution_id, state.sequence + 1)("EXECUTION_RESUMED", answer)
+    def resume(self, execution_id, event_type, payload):
+        state, _ = self._existing(execution_id)
+        self.check_resumable(state, event_type)
+        Appender(self.store, execution_id, state.sequence + 1)("EXECUTION_RESUMED", payload)
+        return self.drive(execution_id)
 
 
 def make() -> ReferenceDriver:

@@ -7,11 +7,12 @@ from loomcheck.reference.driver import ReferenceDriver
 
 
 class ForgetfulContext(FlowContext):
-    def step(self, step_id, effect):
-        self._append("STEP_STARTED", {"stepId": step_id, "attempt": 1})
-        output = effect()
-        self._append("STEP_COMPLETED", {"stepId": step_id, "output": output})
-        return output
+    def run(self, op):
+        if op.kind == "human":
+            return super().run(op)
+        frame = self.state.steps.get(op.id)
+        attempt = int(frame.get("attempt") or 0) + 1 if frame else 1
+        return self._attempt(op, attempt)  # never looks at a recorded completion
 
 
 def make() -> ReferenceDriver:

@@ -4,7 +4,7 @@ payload, and gate 2 re-parks forever."""
 
 from __future__ import annotations
 
-from loomcheck.reference.context import FlowContext, Park
+from loomcheck.reference.context import FlowContext, Park, Passed
 from loomcheck.reference.driver import ReferenceDriver
 
 
@@ -13,11 +13,11 @@ class SingleSlotContext(FlowContext):
         super().__init__(*args, **kwargs)
         self._spent = False
 
-    def suspend(self, on: str):
+    def suspend(self, on: str, meta=None):
         variables = self.state.variables
         if not self._spent and "_resumePayload" in variables:
             self._spent = True
-            self.last_gate = (0, on, variables["_resumePayload"])
+            self.passed.append(Passed(0, on, variables["_resumePayload"]))
             return variables["_resumePayload"]
         raise Park({"on": on})
 

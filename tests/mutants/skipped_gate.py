@@ -3,17 +3,17 @@ flow completes before anyone answered it."""
 
 from __future__ import annotations
 
-from loomcheck.reference.context import FlowContext
+from loomcheck.reference.context import FlowContext, Passed
 from loomcheck.reference.driver import ReferenceDriver
 
 
 class SkippingContext(FlowContext):
-    def suspend(self, on: str):
+    def suspend(self, on: str, meta=None):
         answers = self.answers()
         index = self._consumed
         self._consumed += 1
         value = answers[index] if index < len(answers) else None
-        self.last_gate = (index, on, value)
+        self.passed.append(Passed(index, on, value))
         return value
 
 
