@@ -68,15 +68,11 @@ class Trace:
         return [s.op for s in self.steps]
 
     def flow_of(self, log: list[dict[str, JSON]], execution: str | None = None) -> FlowProgram | None:
-        """The program an execution runs, from its EXECUTION_STARTED (or its snapshot)."""
-        flow_id = None
-        for event in log:
-            if event.get("type") == "EXECUTION_STARTED" and isinstance(event.get("payload"), dict):
-                flow_id = event["payload"].get("flowId")
-                break
-        if flow_id is None and execution in self.snapshots:
-            flow_id = self.snapshots[execution].get("flowId")
-        return self.flows.get(flow_id) if isinstance(flow_id, str) else None
+        """The program an execution runs now: its start's, or its latest migration's target."""
+        from loomcheck.properties.logview import flow_id_of
+
+        flow_id = flow_id_of(log, self.snapshots.get(execution or ""))
+        return self.flows.get(flow_id) if flow_id is not None else None
 
 
 def hello_of(driver: Driver) -> Hello:

@@ -3,15 +3,16 @@ park, and n gates complete after n answers."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Any, Iterator
 
-from loomcheck.harness.script import Load, Recover, Resume, Start
+from loomcheck.harness.script import Load, Recover, Resume, ResumeAs, Start
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import IN_DOUBT, final_moment, observations, served_answers, walk
+from loomcheck.properties.logview import IN_DOUBT, condition_of, final_moment, migrated, observations, served_answers, walk
 from loomcheck.properties.registry import Violation, predicate
 
-DRIVES = (Start, Resume, Recover)
+DRIVES = (Start, Resume, ResumeAs, Recover)
 
 
 @predicate("gate.i-receives-entry-i")
@@ -34,38 +35,52 @@ def gate_receives_its_entry(step: Step, trace: Trace) -> Iterator[Violation]:
                             tuple(s for s in (seen.seq, entry.seq) if s))
 
 
-@predicate("gate.beyond-answers-parks")
-def gate_past_answers_parks(step: Step, trace: Trace) -> Iterator[Violation]:
+@dataclass(frozen=True)
+class MisplacedPark:
+    seq: int
+    on: str | None
+    index: int                 # answers recorded when it parked: the suspend point that should park
+    expected: Any              # that suspend point's op, or None when every suspend point had an answer
+    message: str
+
+
+def misplaced_parks(step: Step, trace: Trace) -> Iterator[MisplacedPark]:
+    """Fresh gate parks that are not at the next suspend point in call order."""
     flow = trace.flow_of(step.log_after, step.execution)
-    if flow is None:
+    if flow is None or migrated(step.log_after):
         return
-    gates = flow.gates()
+    points = flow.suspend_points()
     snapshot = trace.snapshots.get(step.execution or "")
     fresh = {e.get("seq") for e in step.log_after[len(step.log_before):]}
     for event, moment, _ in walk(step.log_after, snapshot):
         if event.get("type") != "EXECUTION_SUSPENDED" or event.get("seq") not in fresh:
             continue
-        payload = event.get("payload")
-        on = payload.get("condition", {}).get("on") if isinstance(payload, dict) and isinstance(payload.get("condition"), dict) else None
+        on = condition_of(event).get("on")
         if on == IN_DOUBT:
             continue
         index = moment.entries
-        if index >= len(gates):
-            yield Violation("gate.beyond-answers-parks",
-                            f"#{event['seq']} parked on {on!r}, but all {len(gates)} gate(s) of the flow already had answers "
-                            f"({moment.entries} recorded): a gate with a recorded answer re-parked.", (event["seq"],))
-        elif on != gates[index]:
-            yield Violation("gate.beyond-answers-parks",
-                            f"#{event['seq']} parked on {on!r}, but with {index} answer(s) recorded the next gate to park is "
-                            f"#{index} {gates[index]!r}.", (event["seq"],))
+        if index >= len(points):
+            yield MisplacedPark(event["seq"], on, index, None,
+                                f"#{event['seq']} parked on {on!r}, but all {len(points)} suspend point(s) of the flow "
+                                f"already had answers ({index} recorded): a suspend point with a recorded answer re-parked.")
+        elif on != points[index].on:
+            yield MisplacedPark(event["seq"], on, index, points[index],
+                                f"#{event['seq']} parked on {on!r}, but with {index} answer(s) recorded the next suspend "
+                                f"point to park, in call order, is #{index} {points[index].on!r}.")
+
+
+@predicate("gate.beyond-answers-parks")
+def gate_past_answers_parks(step: Step, trace: Trace) -> Iterator[Violation]:
+    for park in misplaced_parks(step, trace):
+        yield Violation("gate.beyond-answers-parks", park.message, (park.seq,))
 
 
 @predicate("gate.completes-after-n-answers")
 def gates_complete_after_n(step: Step, trace: Trace) -> Iterator[Violation]:
-    if not isinstance(step.op, DRIVES) or not step.outcome.ok:
+    if not isinstance(step.op, DRIVES) or not step.outcome.ok or step.outcome.crashed:
         return
     flow = trace.flow_of(step.log_after, step.execution)
-    if flow is None:
+    if flow is None or migrated(step.log_after):
         return
     n = len(flow.gates())
     snapshot = trace.snapshots.get(step.execution or "")

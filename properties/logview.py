@@ -22,15 +22,18 @@ class Entry:
     index: int
     seq: int | None      # the EXECUTION_RESUMED that created it (None: from a snapshot)
     payload: JSON
+    parked_on: str | None = None      # the gate it was recorded at (None: not parked, or unknown)
+    parked_step: str | None = None    # that park's condition.stepId, if any
 
 
 @dataclass(frozen=True)
 class Moment:
-    """The execution as of just before event `seq`."""
+    """The execution as of just before an event."""
 
     status: str
     parked_on: str | None
     entries: int
+    condition: dict | None = None     # the parking condition, verbatim
 
 
 def _base(snapshot: dict[str, JSON] | None) -> tuple[list[Entry], JSON, bool]:
@@ -49,28 +52,32 @@ def walk(log: list[dict[str, JSON]], snapshot: dict[str, JSON] | None = None) ->
     """Yield each event with the moment before it and the entry it created, if any."""
     status = str((snapshot or {}).get("status") or "pending")
     condition = (snapshot or {}).get("suspendedOn")
-    parked_on = condition.get("on") if status == "suspended" and isinstance(condition, dict) else None
+    condition = condition if status == "suspended" and isinstance(condition, dict) else None
+    parked_on = condition.get("on") if condition else None
     base, _, legacy = _base(snapshot)
     folded = len(base)
     for event in log:
         # The context serves the folded list; a pre-1.16 snapshot with no list yet serves its one answer (ADR 0057).
         served = folded if (folded or not legacy) else 1
-        moment = Moment(status, parked_on, served)
+        moment = Moment(status, parked_on, served, condition)
         created = None
         kind, payload = event.get("type"), event.get("payload")
         if kind == "EXECUTION_STARTED":
-            status, parked_on = "running", None
+            status, parked_on, condition = "running", None, None
         elif kind == "EXECUTION_SUSPENDED":
             status = "suspended"
             cond = payload.get("condition") if isinstance(payload, dict) else None
-            parked_on = cond.get("on") if isinstance(cond, dict) else None
+            condition = cond if isinstance(cond, dict) else {}
+            parked_on = condition.get("on")
         elif kind == "EXECUTION_RESUMED":
             # ADR 0104 D3: a null resume that answers no suspend point is status-only.
             status_only = payload is None and (status != "suspended" or parked_on == IN_DOUBT)
             if not status_only:
-                created = Entry(folded, event.get("seq"), payload)
+                step = condition.get("stepId") if condition else None
+                created = Entry(folded, event.get("seq"), payload, parked_on if status == "suspended" else None,
+                                step if isinstance(step, str) else None)
                 folded += 1
-            status, parked_on = "running", None
+            status, parked_on, condition = "running", None, None
         elif kind == "EXECUTION_COMPLETED":
             status = "completed"
         elif kind == "EXECUTION_FAILED":
@@ -122,6 +129,34 @@ def observations(log: list[dict[str, JSON]]) -> list[Observation]:
         if event.get("type") == OBSERVED_EVENT and isinstance(payload, dict) and isinstance(payload.get("gate"), int):
             found.append(Observation(event["seq"], payload["gate"], payload.get("on"), payload.get("value")))
     return found
+
+
+def flow_id_of(log: list[dict[str, JSON]], snapshot: dict[str, JSON] | None = None) -> str | None:
+    """The flow an execution runs now: its start's, or its latest migration's target."""
+    flow_id = (snapshot or {}).get("flowId")
+    for event in log:
+        payload = event.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if event.get("type") == "EXECUTION_STARTED":
+            flow_id = payload.get("flowId")
+        elif event.get("type") == "EXECUTION_MIGRATED" and isinstance(payload.get("toFlow"), str):
+            flow_id = payload["toFlow"]
+    return flow_id if isinstance(flow_id, str) else None
+
+
+def migrated(log: list[dict[str, JSON]]) -> bool:
+    """True once resumeAs moved the execution onto another flow. Its target may
+    rename or reshape the suspend points (ADR 0104 D1: the resume names the
+    RECORDED gate), so checks that match answers to the flow's gates by position
+    and name judge only executions still on the flow they started."""
+    return any(event.get("type") == "EXECUTION_MIGRATED" for event in log)
+
+
+def condition_of(event: dict[str, JSON]) -> dict[str, JSON]:
+    payload = event.get("payload")
+    cond = payload.get("condition") if isinstance(payload, dict) else None
+    return cond if isinstance(cond, dict) else {}
 
 
 def ref(event: dict[str, JSON]) -> str:

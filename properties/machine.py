@@ -16,9 +16,18 @@ from typing import Any, Callable, Iterable
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, multiple, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    multiple,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
-from loomcheck.harness.script import Define, Operation, Recover, Resume, Start
+from loomcheck.harness.script import Define, Operation, Recover, RecoverAbandoned, Restart, Resume, ResumeAs, Start
+from loomcheck.spec.names import IN_DOUBT_GATE
 from loomcheck.harness.session import ImplementationFailed, Session
 from loomcheck.properties import strategies as s
 from loomcheck.properties.registry import Violation, check_step
@@ -72,6 +81,11 @@ class Counters:
 
 def build_machine(session: Session, invariant_ids: Iterable[str], counters: Counters) -> type[RuleBasedStateMachine]:
     ids = tuple(invariant_ids)
+    features = session.features
+    program_strategy = s.programs(features=features)
+
+    def supports(feature: str):
+        return precondition(lambda self: feature in features)
 
     class GateMachine(RuleBasedStateMachine):
         flows = Bundle("flows")
@@ -100,13 +114,13 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 raise violation_type(violations[0].invariant)(violations, session.trace.operations)
             return step
 
-        @initialize(target=executions, program=s.programs(min_gates=2), input=s.inputs)
+        @initialize(target=executions, program=s.programs(min_gates=2, features=features, rich=True), input=s.inputs)
         def a_multi_gate_execution(self, program: dict[str, Any], input: Any):
             """Every example has at least one execution with two or more gates to drive."""
             flow = self.define(program)
             return self.start(flow, input) if isinstance(flow, str) else multiple()
 
-        @rule(target=flows, program=s.programs())
+        @rule(target=flows, program=program_strategy)
         def define(self, program: dict[str, Any]):
             flow_id = f"f{self.flow_count}"
             self.flow_count += 1
@@ -120,26 +134,71 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             step = self.apply(Start(execution, flow, input))
             return execution if step.outcome.ok else multiple()
 
-        def parked_gate(self, execution: str) -> str | None:
+        def parked(self, execution: str) -> dict[str, Any] | None:
             try:
                 state = session.read_state(execution)
             except ImplementationFailed as failed:
-                raise ImplementationFailedInRun(failed, session.trace.operations) from None
+                raise ImplementationFailedInRun(failed, session.script()) from None
             parked = state.get("suspendedOn") if state.get("status") == "suspended" else None
-            return parked.get("on") if isinstance(parked, dict) and isinstance(parked.get("on"), str) else None
+            return parked if isinstance(parked, dict) and isinstance(parked.get("on"), str) else None
+
+        def parked_gate(self, execution: str) -> str | None:
+            parked = self.parked(execution)
+            return parked["on"] if parked else None
+
+        def answer_for(self, parked: dict[str, Any], payload: Any, resolution: str) -> Any:
+            """At an in-doubt park an operator answers with a verdict for the parked step."""
+            if parked.get("on") != IN_DOUBT_GATE:
+                return payload
+            return {"stepId": parked.get("stepId"), "resolution": resolution, "output": payload}
 
         @rule(execution=executions, payload=s.payloads)
         def answer_the_parked_gate(self, execution: str, payload: Any) -> None:
             self.apply(Resume(execution, self.parked_gate(execution) or "go1", payload))
 
-        @rule(execution=executions, answers=st.lists(s.payloads, min_size=1, max_size=4))
-        def answer_gates_until_done(self, execution: str, answers: list[Any]) -> None:
-            """Drive an execution forward: answer whatever it parks on, then once more."""
+        @rule(execution=executions, answers=st.lists(s.payloads, min_size=1, max_size=4),
+              resolution=st.sampled_from(s.VERDICTS))
+        def answer_gates_until_done(self, execution: str, answers: list[Any], resolution: str) -> None:
+            """Drive an execution forward: answer whatever it parks on (a verdict when in
+            doubt), recover it when its worker died, then once more."""
             for payload in answers:
-                gate = self.parked_gate(execution)
-                self.apply(Resume(execution, gate or "go1", payload))
-                if gate is None:
+                parked = self.parked(execution)
+                if parked is None and "recover" in features and self.last_crashed(execution):
+                    self.apply(Recover(execution))
+                    continue
+                answer = self.answer_for(parked, payload, resolution) if parked else payload
+                self.apply(Resume(execution, parked["on"] if parked else "go1", answer))
+                if parked is None:
                     break
+
+        def last_crashed(self, execution: str) -> bool:
+            mine = [st for st in session.trace.steps if st.execution == execution]
+            return bool(mine) and mine[-1].outcome.crashed
+
+        @rule(execution=executions, resolution=s.verdict_resolutions, output=s.payloads, right_step=st.booleans())
+        @supports("in-doubt")
+        def give_a_verdict(self, execution: str, resolution: str, output: Any, right_step: bool) -> None:
+            parked = self.parked(execution) or {}
+            step_id = parked.get("stepId") if right_step else "some-other-step"
+            self.apply(Resume(execution, IN_DOUBT_GATE, {"stepId": step_id, "resolution": resolution, "output": output}))
+
+        @rule(restart_first=st.booleans())
+        @supports("recover")
+        def recover_abandoned(self, restart_first: bool) -> None:
+            """What a fleet does after a worker dies: restart, then re-drive what was abandoned."""
+            if restart_first and "restart" in features:
+                self.apply(Restart())
+            self.apply(RecoverAbandoned())
+
+        @rule(execution=executions, flow=flows, payload=s.payloads, resolution=st.sampled_from(s.VERDICTS),
+              name=st.sampled_from(("Redeploy",) + s.GATE_NAMES))
+        @supports("resume-as")
+        def resume_as(self, execution: str, flow: str, payload: Any, resolution: str, name: str) -> None:
+            parked = self.parked(execution)
+            if parked is not None and name == "Redeploy":
+                name = parked["on"]  # the recorded gate, which the operator can read
+            answer = self.answer_for(parked, payload, resolution) if parked else payload
+            self.apply(ResumeAs(execution, flow, name, answer))
 
         @rule(execution=executions, name=s.resume_names, payload=s.payloads)
         def resume_naming_a_gate(self, execution: str, name: str, payload: Any) -> None:
@@ -150,6 +209,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             self.apply(Resume(execution, kind, payload))
 
         @rule(execution=executions)
+        @supports("recover")
         def recover(self, execution: str) -> None:
             self.apply(Recover(execution))
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loomcheck.harness.script import Define, Recover, Resume
+from loomcheck.harness.script import Define, Resume
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import final_moment
+from loomcheck.properties.logview import IN_DOUBT, final_moment
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.vocabulary import kernel_event_types, refusals
 
@@ -67,10 +67,6 @@ def unparked_resumes_are_refused(step: Step, trace: Trace) -> Iterator[Violation
             yield Violation("resume.not-suspended",
                             f"resume {step.op.type!r} arrived while the execution was {before.status} (not parked) "
                             f"and got {step.outcome.short()}, not refused not-suspended.", tuple(_appended(step)))
-    if isinstance(step.op, Recover) and before.status == "suspended" and step.outcome.reason != "not-suspended":
-        yield Violation("resume.not-suspended",
-                        f"recovery of an execution parked on {before.parked_on!r} got {step.outcome.short()}, "
-                        f"not refused not-suspended (ADR 0104 D4).", tuple(_appended(step)))
 
 
 @predicate("resume.gate-mismatch")
@@ -89,8 +85,8 @@ def parked_gate_answers_are_recorded(step: Step, trace: Trace) -> Iterator[Viola
     if not isinstance(step.op, Resume) or step.op.type in kernel_event_types() or not _exists(step, trace):
         return
     before = _before(step, trace)
-    if before.status != "suspended" or before.parked_on != step.op.type:
-        return
+    if before.status != "suspended" or before.parked_on != step.op.type or before.parked_on == IN_DOUBT:
+        return  # an in-doubt park takes a verdict: indoubt.* check those
     if not step.outcome.ok:
         yield Violation("resume.accepted-records-answer",
                         f"resume {step.op.type!r} named the gate the execution is parked on and was refused "

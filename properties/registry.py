@@ -21,7 +21,7 @@ class Violation:
 Predicate = Callable[[Step, Trace], Iterable[Violation]]
 PREDICATES: dict[str, Predicate] = {}
 
-_MODULES = ("gates", "refusals", "folding", "logs", "inputs", "keysafety")
+_MODULES = ("gates", "refusals", "folding", "logs", "inputs", "keysafety", "answers", "indoubt", "human", "emits")
 
 
 def predicate(invariant_id: str) -> Callable[[Predicate], Predicate]:

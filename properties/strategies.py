@@ -1,16 +1,22 @@
-"""Hypothesis strategies for flow programs, answers and inputs."""
+"""Hypothesis strategies for flow programs, answers, verdicts and inputs.
+
+Programs only use what the implementation declares it supports (its features),
+so an unsupported feature makes invariants not-applicable rather than failing."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from hypothesis import strategies as st
 
 from loomcheck.spec.programs import LANGUAGE
-from loomcheck.spec.vocabulary import kernel_event_types
+from loomcheck.spec.vocabulary import kernel_event_types, vocabulary
 
 GATE_NAMES = ("go1", "go2", "go3", "approve")
+HUMAN_GATES = ("HumanInput", "Approve")
 HOSTILE_GATES = ("__proto__", "constructor", "__class__", "get", "")
+VERDICTS = ("succeeded", "failed", "retry-fresh")
+ALL_FEATURES = frozenset({"recover", "human-steps", "in-doubt", "parallel", "emit-guard", "input-validation"})
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"id": {"type": "string"}, "n": {"type": "integer", "default": 0}},
@@ -30,34 +36,100 @@ payloads = st.recursive(
     max_leaves=6,
 )
 gate_names = st.sampled_from(GATE_NAMES) | st.sampled_from(HOSTILE_GATES)
-resume_names = st.sampled_from(GATE_NAMES + HOSTILE_GATES + ("EXECUTION_RECOVERED", "TIMER_FIRED"))
+resume_names = st.sampled_from(GATE_NAMES + HOSTILE_GATES + HUMAN_GATES + ("EXECUTION_RECOVERED", "TIMER_FIRED"))
 kernel_types = st.sampled_from(sorted(kernel_event_types()))
+forbidden_types = st.sampled_from(sorted(kernel_event_types() - set(vocabulary().emit_guard.allowed)))
 inputs = st.sampled_from([{"id": "a"}, {"id": "b", "n": 3}, {"n": "x"}, {"id": 7}, None]) | payloads
+verdict_resolutions = st.sampled_from(VERDICTS + ("maybe",))
+DECISION_IDS = ("d1", "d2", "__loom_indoubt__:s0:1", "__loom_discard__:h")
 
 
 @st.composite
-def programs(draw: st.DrawFn, min_gates: int = 0) -> dict[str, Any]:
-    """Linear programs: gates (each followed by observe), steps, emits, and
-    sometimes an explicit completion, an input schema, or a forbidden emit."""
-    kinds = draw(st.lists(st.sampled_from(("gate", "gate", "step", "emit")), max_size=7))
-    kinds = ["gate"] * max(0, min_gates - kinds.count("gate")) + kinds
-    if min_gates:
-        kinds = draw(st.permutations(kinds))
+def kernel_emits(draw: st.DrawFn, counter: list[int]) -> dict[str, Any]:
+    """Emits that exercise the guard: forged kernel facts, valid and invalid
+    allowed ones, and decisions (distinctive payloads, so a forged fact that
+    reaches the log can be told from one the kernel wrote)."""
+    counter[0] += 1
+    kind = draw(st.sampled_from(("forged", "meter", "quota", "audit", "decision")))
+    if kind == "forged":
+        return {"type": draw(forbidden_types), "payload": {"forged": counter[0]}}
+    if kind == "meter":
+        value = draw(st.sampled_from([0, 5, 2.5, -1, 1e13, "5"]))
+        return {"type": "RESOURCE_METERED", "payload": {draw(st.sampled_from(("tokens", "costUsd", "ms"))): value}}
+    if kind == "quota":
+        return {"type": "QUOTA_EXCEEDED", "payload": {"reason": "q" * draw(st.sampled_from([3, 1024, 1025]))}}
+    if kind == "audit":
+        return {"type": draw(st.sampled_from(vocabulary().emit_guard.audit)),
+                "payload": draw(st.sampled_from([{"n": counter[0]}, [counter[0]]]))}
+    return {"type": "DECISION_RECORDED",
+            "payload": {"decisionId": draw(st.sampled_from(DECISION_IDS)), "choice": draw(st.integers(0, 2))}}
+
+
+@st.composite
+def programs(draw: st.DrawFn, min_gates: int = 0, features: Iterable[str] = ALL_FEATURES,
+             rich: bool = False) -> dict[str, Any]:
+    """Linear programs: gates (each followed by observe), steps of the supported
+    kinds with crash faults and effect emits, human steps, parallels of gates or
+    of human steps (never mixed: that is the documented hazard), decisions and emits."""
+    has = frozenset(features)
+    kinds = ["gate", "gate", "step", "emit"]
+    kinds += ["human"] if "human-steps" in has else []
+    kinds += ["parallel"] if "parallel" in has else []
+    kinds += ["decide"] if "emit-guard" in has else []
+    chosen = draw(st.lists(st.sampled_from(kinds), max_size=7))
+    chosen = ["gate"] * max(0, min_gates - chosen.count("gate")) + chosen
+    if rich:
+        # Every supported situation at least once: a crashing step, a human step.
+        chosen += ["crashing-step"] if "recover" in has else []
+        chosen += ["human"] if "human-steps" in has and "human" not in chosen else []
+    if min_gates or rich:
+        chosen = draw(st.permutations(chosen))
+    counter = [0]
     body: list[dict[str, Any]] = []
-    for index, kind in enumerate(kinds):
+    for index, kind in enumerate(chosen):
         if kind == "gate":
-            body.append({"op": "suspend", "on": draw(gate_names)})
-            body.append({"op": "observe"})
+            gate: dict[str, Any] = {"op": "suspend", "on": draw(gate_names)}
+            if "human-steps" in has and draw(st.integers(0, 5)) == 0:
+                gate["meta"] = {"stepId": "forged-step", "note": "a caller may not name the parked step"}
+            body += [gate, {"op": "observe"}]
         elif kind == "step":
-            body.append({"op": "step", "id": f"s{index}", "output": draw(payloads)})
-        elif draw(st.integers(0, 9)) == 0:
-            body.append({"op": "emit", "type": draw(kernel_types), "payload": draw(payloads)})
+            body.append(draw(effect_steps(f"s{index}", has, counter)))
+        elif kind == "crashing-step":
+            body.append(draw(effect_steps(f"s{index}", has, counter, crash=True)))
+        elif kind == "human":
+            body += [{"op": "step", "id": f"h{index}", "kind": "human", "on": draw(st.sampled_from(HUMAN_GATES))},
+                     {"op": "observe"}]
+        elif kind == "parallel":
+            if "human-steps" in has and draw(st.booleans()):
+                branches = [{"op": "step", "id": f"h{index}.{b}", "kind": "human", "on": draw(st.sampled_from(HUMAN_GATES))}
+                            for b in range(2)]
+            else:
+                branches = [{"op": "suspend", "on": draw(gate_names)} for _ in range(draw(st.integers(2, 3)))]
+            body += [{"op": "parallel", "branches": branches}, {"op": "observe"}]
+        elif kind == "decide":
+            body.append({"op": "decide", "id": draw(st.sampled_from(DECISION_IDS[:3])), "choice": draw(st.integers(0, 2))})
+        elif "emit-guard" in has and draw(st.integers(0, 3)) == 0:
+            body.append({"op": "emit", **draw(kernel_emits(counter))})
         else:
             body.append({"op": "emit", "type": draw(st.sampled_from(("app.note", "app.audit"))), "payload": draw(payloads)})
     if draw(st.booleans()):
         body.append({"op": "complete", "output": draw(payloads)})
     program: dict[str, Any] = {"language": LANGUAGE, "body": body}
-    if draw(st.integers(0, 3)) == 0:
+    if "input-validation" in has and draw(st.integers(0, 3)) == 0:
         program["inputSchema"] = INPUT_SCHEMA
         program["validateInput"] = True
     return program
+
+
+@st.composite
+def effect_steps(draw: st.DrawFn, step_id: str, has: frozenset[str], counter: list[int],
+                 crash: bool = False) -> dict[str, Any]:
+    step: dict[str, Any] = {"op": "step", "id": step_id, "output": draw(payloads)}
+    if "in-doubt" in has and draw(st.booleans()):
+        step["kind"] = "non-idempotent"
+    if "recover" in has and (crash or draw(st.integers(0, 2)) == 0):
+        step["crash"] = {"at": draw(st.sampled_from(("before-effect", "after-effect"))),
+                         "attempts": draw(st.sampled_from([[1], [1, 2], [2]]))}
+    if "emit-guard" in has and draw(st.integers(0, 3)) == 0:
+        step["emits"] = [draw(kernel_emits(counter))]
+    return step

@@ -1,0 +1,197 @@
+"""ADR 0104 D1/D3/D4: every entry answers exactly one suspend point; recovery,
+verdicts and re-opens record no answer; resumeAs records by the state it finds."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from loomcheck.harness.script import Recover, RecoverAbandoned, Resume, ResumeAs
+from loomcheck.harness.session import Step, Trace
+from loomcheck.properties.jsonvalues import json_equal, show
+from loomcheck.properties.logview import (
+    IN_DOUBT,
+    TERMINAL,
+    entries_of,
+    final_moment,
+    migrated,
+    observations,
+    served_answers,
+    walk,
+)
+from loomcheck.properties.registry import Violation, predicate
+from loomcheck.spec.vocabulary import kernel_event_types
+
+
+def fresh(step: Step) -> list[dict]:
+    """The events this operation appended."""
+    return step.log_after[len(step.log_before):]
+
+
+def logs_touched(step: Step) -> list[tuple[str, list[dict], list[dict]]]:
+    """(execution, before, after) for every log the operation may have changed."""
+    if step.others is not None:
+        return [(x, before, after) for x, (before, after) in step.others.items()]
+    if step.execution is None:
+        return []
+    return [(step.execution, step.log_before, step.log_after)]
+
+
+@predicate("answer.one-suspend-point")
+def entries_answer_parks(step: Step, trace: Trace) -> Iterator[Violation]:
+    for execution, before, after in logs_touched(step):
+        first_new = len(before)
+        for position, (event, moment, entry) in enumerate(walk(after, trace.snapshots.get(execution))):
+            if entry is None or position < first_new:
+                continue
+            if moment.status != "suspended":
+                yield Violation("answer.one-suspend-point",
+                                f"#{event['seq']} EXECUTION_RESUMED {show(event.get('payload'), 40)} became answer entry "
+                                f"{entry.index} while the execution was {moment.status}, parked at no gate: the next gate "
+                                f"will pass with an answer nobody gave it (ADR 0104 D1: a crashed execution records nothing).",
+                                (event["seq"],))
+                return
+            if moment.parked_on == IN_DOUBT:
+                yield Violation("answer.one-suspend-point",
+                                f"#{event['seq']} EXECUTION_RESUMED {show(event.get('payload'), 40)} became answer entry "
+                                f"{entry.index} at an in-doubt park: a verdict must be a decision plus EXECUTION_RESUMED(null), "
+                                f"not an entry the next gate consumes (ADR 0104 D1).", (event["seq"],))
+                return
+
+
+@predicate("answer.addressed-while-parked")
+def gates_get_their_own_answers(step: Step, trace: Trace) -> Iterator[Violation]:
+    if step.execution is None or migrated(step.log_after):
+        return
+    snapshot = trace.snapshots.get(step.execution)
+    for seen in observations(fresh(step)):
+        served = served_answers(step.log_after, snapshot, seen.seq)
+        if seen.gate >= len(served):
+            continue  # gate.i-receives-entry-i reports a gate that passed with no entry
+        entry = served[seen.gate]
+        if entry.seq is None:
+            continue  # from a snapshot: what it answered is not in the retained log
+        if entry.parked_on != seen.on:
+            where = f"parked on {entry.parked_on!r}" if entry.parked_on else "parked at no gate"
+            yield Violation("answer.addressed-while-parked",
+                            f"{seen.on!r} passed with entry {seen.gate} (#{seen.seq}), which #{entry.seq} recorded while the "
+                            f"execution was {where}: no resume addressed {seen.on!r} while it was parked.",
+                            (entry.seq, seen.seq))
+            return
+
+
+@predicate("recovery.records-no-answer")
+def recovery_records_nothing(step: Step, trace: Trace) -> Iterator[Violation]:
+    if not (isinstance(step.op, RecoverAbandoned) or (isinstance(step.op, Recover) and step.outcome.ok)):
+        return
+    for execution, before, after in logs_touched(step):
+        added = after[len(before):]
+        if not added:
+            continue
+        snapshot = trace.snapshots.get(execution)
+        if added[0].get("type") != "EXECUTION_RECOVERED" or added[0].get("payload") != {}:
+            yield Violation("recovery.records-no-answer",
+                            f"recovering {execution} recorded #{added[0].get('seq')} {added[0].get('type')} "
+                            f"{show(added[0].get('payload'), 30)} first, not EXECUTION_RECOVERED {{}}.", (added[0].get("seq"),))
+        resumed = [e for e in added if e.get("type") == "EXECUTION_RESUMED"]
+        if resumed:
+            yield Violation("recovery.records-no-answer",
+                            f"recovering {execution} recorded #{resumed[0]['seq']} EXECUTION_RESUMED "
+                            f"{show(resumed[0].get('payload'), 30)}: a recovery answers no gate (ADR 0104 D1).",
+                            (resumed[0]["seq"],))
+        elif len(entries_of(after, snapshot)) != len(entries_of(before, snapshot)):
+            yield Violation("recovery.records-no-answer", f"recovering {execution} changed the answer list.")
+
+
+@predicate("recovery.skips-parked")
+def recovery_skips_parked(step: Step, trace: Trace) -> Iterator[Violation]:
+    if isinstance(step.op, Recover) and (step.log_before or step.execution in trace.snapshots):
+        before = final_moment(step.log_before, trace.snapshots.get(step.execution or ""))
+        if before.status == "suspended" and step.outcome.reason != "not-suspended":
+            yield Violation("recovery.skips-parked",
+                            f"recovery of {step.execution}, parked on {before.parked_on!r}, got {step.outcome.short()}, "
+                            f"not refused not-suspended (ADR 0104 D4).", tuple(e.get("seq") for e in fresh(step)[:2]))
+    if isinstance(step.op, RecoverAbandoned):
+        recovered = set(step.recovered or [])
+        for execution, before, after in logs_touched(step):
+            if not before and execution not in trace.snapshots:
+                continue  # never started (its start was refused): nothing to recover
+            moment = final_moment(before, trace.snapshots.get(execution))
+            if moment.status == "suspended" or moment.status in TERMINAL:
+                if after != before or execution in recovered:
+                    yield Violation("recovery.skips-parked",
+                                    f"recoverAbandoned touched {execution}, which was {moment.status}"
+                                    f"{' on ' + repr(moment.parked_on) if moment.parked_on else ''}: it must skip it.",
+                                    tuple(e.get("seq") for e in after[len(before):][:2]))
+            elif execution not in recovered:
+                yield Violation("recovery.skips-parked",
+                                f"recoverAbandoned left {execution} {moment.status} (crashed) without re-driving it.")
+
+
+@predicate("resumeas.recording-table")
+def resume_as_records_by_state(step: Step, trace: Trace) -> Iterator[Violation]:
+    if not isinstance(step.op, ResumeAs) or not (step.log_before or step.execution in trace.snapshots):
+        return
+    op = step.op
+    before = final_moment(step.log_before, trace.snapshots.get(op.execution))
+    if op.type in kernel_event_types():
+        if step.outcome.reason != "kernel-namespace":
+            yield Violation("resumeas.recording-table",
+                            f"resumeAs with the kernel type {op.type!r} got {step.outcome.short()}, not refused kernel-namespace.")
+        return
+    if before.status == "suspended" and before.parked_on != op.type:
+        if step.outcome.reason != "gate-mismatch":
+            yield Violation("resumeas.recording-table",
+                            f"resumeAs {op.type!r} onto an execution parked on {before.parked_on!r} got "
+                            f"{step.outcome.short()}, not refused gate-mismatch: it must name the RECORDED gate.")
+        return
+    if not step.outcome.ok:
+        return
+    added = fresh(step)
+    kinds = [e.get("type") for e in added]
+    if kinds[:2] != ["EXECUTION_MIGRATED", op.type]:
+        yield Violation("resumeas.recording-table",
+                        f"resumeAs recorded {kinds[:2]}, not EXECUTION_MIGRATED then {op.type!r}.",
+                        tuple(e.get("seq") for e in added[:2]))
+        return
+    third = added[2] if len(added) > 2 else None
+    if before.status == "suspended" and before.parked_on != IN_DOUBT:
+        if third is None or third.get("type") != "EXECUTION_RESUMED" or not json_equal(third.get("payload"), op.payload):
+            yield Violation("resumeas.recording-table",
+                            f"resumeAs onto a gate park must record EXECUTION_RESUMED {show(op.payload, 40)} after "
+                            f"{op.type!r}; it recorded {third.get('type') if third else 'nothing'}.",
+                            (third.get("seq"),) if third else ())
+    elif before.status in ("running", "pending"):
+        resumed = [e for e in added if e.get("type") == "EXECUTION_RESUMED"]
+        if resumed:
+            yield Violation("resumeas.recording-table",
+                            f"resumeAs onto a crashed (running) execution recorded #{resumed[0]['seq']} EXECUTION_RESUMED "
+                            f"{show(resumed[0].get('payload'), 30)}: it is parked at no gate, so nothing answers one.",
+                            (resumed[0]["seq"],))
+    elif before.status in TERMINAL:
+        if third is None or third.get("type") != "EXECUTION_RESUMED" or third.get("payload") is not None:
+            yield Violation("resumeas.recording-table",
+                            f"resumeAs onto a {before.status} execution must re-open it with EXECUTION_RESUMED(null); "
+                            f"it recorded {third.get('type') + ' ' + show(third.get('payload'), 30) if third else 'nothing'}.",
+                            (third.get("seq"),) if third else ())
+        elif step.outcome.crashed and final_moment(step.log_after, trace.snapshots.get(op.execution)).status != "running":
+            yield Violation("resumeas.recording-table",
+                            "the migrated run crashed, but the execution does not read as running, so no recovery "
+                            "would find it (ADR 0104: re-opens it, so a later crash is recoverable).")
+
+
+@predicate("fold.null-resume-status-only")
+def null_resume_is_status_only(step: Step, trace: Trace) -> Iterator[Violation]:
+    if step.state_after is None:
+        return
+    status_only = [event for event, moment, _ in walk(step.log_after, trace.snapshots.get(step.execution or ""))
+                   if event.get("type") == "EXECUTION_RESUMED" and event.get("payload") is None
+                   and (moment.status != "suspended" or moment.parked_on == IN_DOUBT)]
+    if not status_only:
+        return
+    expected = len(entries_of(step.log_after, trace.snapshots.get(step.execution or "")))
+    folded = (step.state_after.get("variables") or {}).get("_resumePayloads") or []
+    if isinstance(folded, list) and len(folded) != expected:
+        yield Violation("fold.null-resume-status-only",
+                        f"the log holds {len(status_only)} null EXECUTION_RESUMED answering no suspend point "
+                        f"(#{', #'.join(str(e['seq']) for e in status_only[:3])}); the fold must leave the answer list at "
+                        f"{expected} entries, and it has {len(folded)} (ADR 0104 D3).", tuple(e["seq"] for e in status_only[:3]))
