@@ -30,7 +30,8 @@ from loomcheck.spec.errors import SpecError
 from loomcheck.spec.regressions import load_regression
 
 SUITE_FAILED = 3
-STYLE = {"pass": "green", "fail": "bold red", "not-applicable": "dim", "error": "yellow"}
+STYLE = {"pass": "green", "fail": "bold red", "not-applicable": "dim", "error": "yellow", "hazard": "magenta",
+         "not-reproduced": "magenta"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,6 +119,9 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
                       str(record.examples))
     console.print(table)
     for record in report.results:
+        if record.status == "hazard":
+            console.print(f"[magenta]hazard[/] {record.id} (documented, ADR {record.adr} {record.decision}): "
+                          f"{escape(record.message or '')}")
         if record.status in ("fail", "error"):
             console.print(f"[{STYLE[record.status]}]{record.status}[/] {record.id} (ADR {record.adr} {record.decision}): "
                           f"{escape(record.message or '')}")
@@ -131,7 +135,8 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
             console.print(f"    counterexample: {escape(finding.counterexample)}")
     s = report.summary
     state = "" if report.complete else " · INCOMPLETE"
-    console.print(f"{s.passed} passed, {s.failed} failed, {s.notApplicable} not applicable, {s.errors} errors "
+    hazards = f", {s.hazards} documented hazards" if s.hazards else ""
+    console.print(f"{s.passed} passed, {s.failed} failed, {s.notApplicable} not applicable, {s.errors} errors{hazards} "
                   f"in {report.wallSeconds:.1f}s ({report.stateMachineSteps} state-machine steps){state}")
     console.print(f"report: {escape(str(args.report / 'report.json'))}, {escape(str(args.report / 'junit.xml'))}")
 
@@ -169,14 +174,23 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
         result.differences = []
     if log.found is not None:
         console.print(f"  originally found against {escape(log.found.implementation)}: {escape(log.found.message)}")
+    catalogue = load_catalogue()
+    named = set(log.invariants)
+    hazards = {inv.id for inv in catalogue.invariants if inv.kind == "documented-hazard"}
+    failing = [v for v in result.violations if v.invariant in named and v.invariant not in hazards]
     for violation in result.violations:
-        console.print(f"[bold red]violated[/] {violation.invariant}: {escape(violation.message)}")
+        if violation.invariant in hazards:
+            console.print(f"[magenta]hazard demonstrated[/] {violation.invariant}: {escape(violation.message)}")
+        elif violation.invariant in named:
+            console.print(f"[bold red]violated[/] {violation.invariant}: {escape(violation.message)}")
+        else:
+            console.print(f"[yellow]also violated[/] {violation.invariant} (not named by this log): {escape(violation.message)}")
     for difference in result.differences:
         console.print(f"[bold red]differs[/] from the expected outcome: {escape(difference)}")
-    if result.violations or result.differences:
+    if failing or result.differences:
         return 1
-    console.print("[green]no invariant violated and every outcome as expected[/]" if log.expect else
-                  "[green]no invariant violated[/] (this log records no expected outcome)")
+    console.print("[green]no invariant this log names was violated, and every outcome was as expected[/]" if log.expect
+                  else "[green]no invariant this log names was violated[/] (the log records no expected outcome)")
     return 0
 
 

@@ -214,7 +214,9 @@ class Run:
                 if result.failure is not None:
                     tally.errors.append(f"{label}: {result.failure}")
                     continue
-                problems = [v.message for v in result.violated(invariant_id)] + result.differences
+                problems = [v.message for v in result.violated(invariant_id)]
+                if self.catalogue.get(invariant_id).kind != "documented-hazard":
+                    problems += result.differences  # a hazard is demonstrated by its predicate alone
                 if problems and tally.failure is None:
                     tally.failure = f"{log.name}: {problems[0]}"
                     tally.counterexample = label
@@ -281,6 +283,11 @@ class Run:
                                      examples=tally.examples)
             if inv.id in self.na:
                 record.status, record.message = "not-applicable", self.na[inv.id]
+            elif inv.kind == "documented-hazard" and not tally.errors and tally.examples:
+                # A demonstration: whether the hazard shows on this kernel, never a pass or a failure.
+                record.status = "hazard" if tally.failure is not None else "not-reproduced"
+                record.message = tally.failure or "the demonstration did not show the hazard on this implementation"
+                record.counterexample = tally.counterexample
             elif tally.failure is not None:
                 record.status, record.message = "fail", tally.failure
                 record.counterexample = tally.counterexample

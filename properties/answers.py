@@ -179,7 +179,7 @@ def resume_as_records_by_state(step: Step, trace: Trace) -> Iterator[Violation]:
                             "would find it (ADR 0104: re-opens it, so a later crash is recoverable).")
 
 
-@predicate("fold.null-resume-status-only")
+@predicate("fold.null-resume-status-only", on_load=True)
 def null_resume_is_status_only(step: Step, trace: Trace) -> Iterator[Violation]:
     if step.state_after is None:
         return

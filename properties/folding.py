@@ -39,7 +39,7 @@ def differences(left: dict[str, Any], right: dict[str, Any], prefix: str = "") -
     return found
 
 
-@predicate("fold.resume-payloads-ordered")
+@predicate("fold.resume-payloads-ordered", on_load=True)
 def answers_fold_in_order(step: Step, trace: Trace) -> Iterator[Violation]:
     if step.state_after is None:
         return
@@ -58,7 +58,7 @@ def answers_fold_in_order(step: Step, trace: Trace) -> Iterator[Violation]:
                         f"{show(entries[-1].payload)} (#{entries[-1].seq}).", (entries[-1].seq,))
 
 
-@predicate("fold.state-is-fold-of-log")
+@predicate("fold.state-is-fold-of-log", on_load=True)
 def state_is_own_fold(step: Step, trace: Trace) -> Iterator[Violation]:
     if step.state_after is None or step.folded_after is None:
         return
@@ -69,7 +69,7 @@ def state_is_own_fold(step: Step, trace: Trace) -> Iterator[Violation]:
                         f"events: {'; '.join(diff[:3])}.")
 
 
-@predicate("fold.matches-reference")
+@predicate("fold.matches-reference", on_load=True)
 def state_matches_reference(step: Step, trace: Trace) -> Iterator[Violation]:
     if step.state_after is None:
         return

@@ -11,7 +11,7 @@ from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.answers import fresh
 from loomcheck.properties.gates import misplaced_parks
 from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import IN_DOUBT, condition_of, entries_of, migrated
+from loomcheck.properties.logview import IN_DOUBT, condition_of, entries_of, migrated, observations, served_answers
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.programs import ParallelOp, StepOp, SuspendOp
 
@@ -103,4 +103,28 @@ def parallel_parks_in_call_order(step: Step, trace: Trace) -> Iterator[Violation
         if inside or (park.index < len(points) and id(points[park.index]) in in_parallel):
             yield Violation("parallel.call-order", park.message + " Suspend points in one parallel park in call order.",
                             (park.seq,))
+            return
+
+
+@predicate("hazard.mixed-parallel")
+def mixed_parallel_hazard(step: Step, trace: Trace) -> Iterator[Violation]:
+    """A demonstration, not a rule: reports when a ctx.suspend that shares a
+    parallel with a human step passes with the answer given to the human step's park."""
+    flow = trace.flow_of(step.log_after, step.execution)
+    if flow is None or migrated(step.log_after):
+        return
+    mixed = {b.on for op in flow.body if isinstance(op, ParallelOp)
+             if any(isinstance(b, StepOp) and b.kind == "human" for b in op.branches)
+             for b in op.branches if isinstance(b, SuspendOp)}
+    if not mixed:
+        return
+    snapshot = trace.snapshots.get(step.execution or "")
+    for seen in observations(fresh(step)):
+        served = served_answers(step.log_after, snapshot, seen.seq)
+        if seen.on in mixed and seen.gate < len(served) and served[seen.gate].parked_step is not None:
+            entry = served[seen.gate]
+            yield Violation("hazard.mixed-parallel",
+                            f"the ctx.suspend {seen.on!r} passed (#{seen.seq}) with {show(entry.payload, 40)}, the answer "
+                            f"#{entry.seq} gave to human step {entry.parked_step!r}'s park: the hazard ADR 0104 documents.",
+                            (entry.seq, seen.seq))
             return

@@ -10,8 +10,10 @@ reported together) and the shrunk script is what the report keeps."""
 
 from __future__ import annotations
 
+import copy
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, settings
@@ -66,7 +68,7 @@ class Budget:
 
 
 PROFILES: dict[str, Budget] = {
-    "ci": Budget(max_examples=120, steps=20, derandomize=True),
+    "ci": Budget(max_examples=300, steps=25, derandomize=True),
     "dev": Budget(max_examples=300, steps=30, derandomize=False),
     "campaign": Budget(max_examples=5_000, steps=50, derandomize=False),
 }
@@ -147,8 +149,9 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             return parked["on"] if parked else None
 
         def answer_for(self, parked: dict[str, Any], payload: Any, resolution: str) -> Any:
-            """At an in-doubt park an operator answers with a verdict for the parked step."""
-            if parked.get("on") != IN_DOUBT_GATE:
+            """At an in-doubt park an operator answers with a verdict for the parked step
+            (or, to test the refusal, with something that is not one)."""
+            if parked.get("on") != IN_DOUBT_GATE or resolution == s.NOT_A_VERDICT:
                 return payload
             return {"stepId": parked.get("stepId"), "resolution": resolution, "output": payload}
 
@@ -157,7 +160,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             self.apply(Resume(execution, self.parked_gate(execution) or "go1", payload))
 
         @rule(execution=executions, answers=st.lists(s.payloads, min_size=1, max_size=4),
-              resolution=st.sampled_from(s.VERDICTS))
+              resolution=st.sampled_from(s.VERDICTS + (s.NOT_A_VERDICT,)))
         def answer_gates_until_done(self, execution: str, answers: list[Any], resolution: str) -> None:
             """Drive an execution forward: answer whatever it parks on (a verdict when in
             doubt), recover it when its worker died, then once more."""
@@ -174,6 +177,17 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
         def last_crashed(self, execution: str) -> bool:
             mine = [st for st in session.trace.steps if st.execution == execution]
             return bool(mine) and mine[-1].outcome.crashed
+
+        def crashed(self) -> list[str]:
+            """Executions whose worker died and that nothing has re-driven since."""
+            return [x for x in session.executions() if self.last_crashed(x)]
+
+        @precondition(lambda self: "resume-as" in features and bool(self.crashed()))
+        @rule(flow=flows, payload=s.payloads, pick=st.integers(0, 3))
+        def migrate_a_crashed_execution(self, flow: str, payload: Any, pick: int) -> None:
+            """The documented exit for a crash on old code: resumeAs onto new code (ADR 0104 D1, crashed row)."""
+            crashed = self.crashed()
+            self.apply(ResumeAs(crashed[pick % len(crashed)], flow, "Redeploy", payload))
 
         @rule(execution=executions, resolution=s.verdict_resolutions, output=s.payloads, right_step=st.booleans())
         @supports("in-doubt")
@@ -253,6 +267,38 @@ def run_stateful(session: Session, invariant_ids: list[str], budget: Budget, see
     return result
 
 
+@contextmanager
+def stable_generation() -> Iterator[None]:
+    """Hypothesis draws a few values from constants it mines from every *local*
+    module loaded (not stdlib, not site-packages). The examples of a derandomised
+    run would then change with the set of modules imported, with any edit to their
+    literals, and between an editable and a wheel install: the same kernel could
+    pass in one process and fail in another. For loomcheck's own runs the pool is
+    pinned empty. This touches a private Hypothesis API, so it degrades to a no-op
+    if that API moves (the run stays correct, only less reproducible)."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - a Hypothesis without this module
+        yield
+        return
+    original = getattr(providers, "_get_local_constants", None)
+    current = getattr(providers, "_local_constants", None)
+    try:
+        pinned = copy.deepcopy(current)
+        for pool in vars(pinned).values():
+            pool.clear()
+    except (TypeError, AttributeError):  # pragma: no cover - the private API moved
+        pinned = None
+    if original is None or pinned is None:
+        yield
+        return
+    providers._get_local_constants = lambda: pinned
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+
+
 def _run_once(machine: type[RuleBasedStateMachine], budget: Budget, derandomize: bool) -> list[BaseException]:
     config = settings(
         max_examples=budget.max_examples,
@@ -267,7 +313,8 @@ def _run_once(machine: type[RuleBasedStateMachine], budget: Budget, derandomize:
         print_blob=False,
     )
     try:
-        run_state_machine_as_test(machine, settings=config)
+        with stable_generation():
+            run_state_machine_as_test(machine, settings=config)
     except (InvariantViolated, ImplementationFailedInRun) as failure:
         return [failure]
     except BaseExceptionGroup as group:

@@ -20,15 +20,18 @@ class Violation:
 
 Predicate = Callable[[Step, Trace], Iterable[Violation]]
 PREDICATES: dict[str, Predicate] = {}
+ON_LOAD: set[str] = set()  # predicates that also judge an imported log (the fold's); the rest judge what a kernel wrote
 
 _MODULES = ("gates", "refusals", "folding", "logs", "inputs", "keysafety", "answers", "indoubt", "human", "emits")
 
 
-def predicate(invariant_id: str) -> Callable[[Predicate], Predicate]:
+def predicate(invariant_id: str, on_load: bool = False) -> Callable[[Predicate], Predicate]:
     def register(fn: Predicate) -> Predicate:
         if invariant_id in PREDICATES:
             raise ValueError(f"two predicates for {invariant_id}")
         PREDICATES[invariant_id] = fn
+        if on_load:
+            ON_LOAD.add(invariant_id)
         fn.invariant_id = invariant_id  # type: ignore[attr-defined]
         return fn
     return register
@@ -41,10 +44,13 @@ def all_predicates() -> dict[str, Predicate]:
 
 
 def check_step(step: Step, trace: Trace, invariant_ids: Iterable[str]) -> list[Violation]:
+    from loomcheck.harness.script import Load
+
     predicates = all_predicates()
+    imported = isinstance(step.op, Load)  # events another kernel wrote: replayed as written (ADR 0104 D2)
     found: list[Violation] = []
     for invariant_id in invariant_ids:
         fn = predicates.get(invariant_id)
-        if fn is not None:
+        if fn is not None and (not imported or invariant_id in ON_LOAD):
             found.extend(fn(step, trace))
     return found

@@ -16,6 +16,7 @@ GATE_NAMES = ("go1", "go2", "go3", "approve")
 HUMAN_GATES = ("HumanInput", "Approve")
 HOSTILE_GATES = ("__proto__", "constructor", "__class__", "get", "")
 VERDICTS = ("succeeded", "failed", "retry-fresh")
+NOT_A_VERDICT = "not-a-verdict"  # an answer choice: send the raw payload to an in-doubt park
 ALL_FEATURES = frozenset({"recover", "human-steps", "in-doubt", "parallel", "emit-guard", "input-validation"})
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -79,9 +80,11 @@ def programs(draw: st.DrawFn, min_gates: int = 0, features: Iterable[str] = ALL_
     chosen = draw(st.lists(st.sampled_from(kinds), max_size=7))
     chosen = ["gate"] * max(0, min_gates - chosen.count("gate")) + chosen
     if rich:
-        # Every supported situation at least once: a crashing step, a human step.
-        chosen += ["crashing-step"] if "recover" in has else []
-        chosen += ["human"] if "human-steps" in has and "human" not in chosen else []
+        # Each supported situation in about half the examples; each a boolean, so the
+        # shrinker drops it from a counterexample that does not need it.
+        chosen += ["crashing-step"] if "recover" in has and draw(st.booleans()) else []
+        chosen += ["human"] if "human-steps" in has and "human" not in chosen and draw(st.booleans()) else []
+        chosen += ["guarded-emit"] if "emit-guard" in has and draw(st.booleans()) else []
     if min_gates or rich:
         chosen = draw(st.permutations(chosen))
     counter = [0]
@@ -94,8 +97,14 @@ def programs(draw: st.DrawFn, min_gates: int = 0, features: Iterable[str] = ALL_
             body += [gate, {"op": "observe"}]
         elif kind == "step":
             body.append(draw(effect_steps(f"s{index}", has, counter)))
+        elif kind == "guarded-emit":
+            body.append({"op": "emit", **draw(kernel_emits(counter))})
         elif kind == "crashing-step":
-            body.append(draw(effect_steps(f"s{index}", has, counter, crash=True)))
+            step = draw(effect_steps(f"s{index}", has, counter, crash=True))
+            if "in-doubt" in has:  # the case ADR 0104 is about: a non-idempotent attempt that may have acted
+                step["kind"] = "non-idempotent"
+                step["crash"]["attempts"] = draw(st.sampled_from([[1], [1, 2]]))
+            body.append(step)
         elif kind == "human":
             body += [{"op": "step", "id": f"h{index}", "kind": "human", "on": draw(st.sampled_from(HUMAN_GATES))},
                      {"op": "observe"}]

@@ -8,7 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Status = Literal["pass", "fail", "not-applicable", "error"]
+# "hazard" / "not-reproduced" are for documented hazards only: whether the
+# demonstration shows the hazard on this implementation. Neither is a pass.
+Status = Literal["pass", "fail", "not-applicable", "error", "hazard", "not-reproduced"]
 FORMAT = "loomcheck-report/1"
 
 
@@ -51,6 +53,7 @@ class Summary(_Model):
     failed: int = 0
     notApplicable: int = 0
     errors: int = 0
+    hazards: int = 0
 
 
 class Report(_Model):
@@ -69,11 +72,12 @@ class Report(_Model):
     findings: list[Finding] = []
 
     def summarise(self) -> None:
-        counts = {"pass": 0, "fail": 0, "not-applicable": 0, "error": 0}
+        counts = {"pass": 0, "fail": 0, "not-applicable": 0, "error": 0, "hazard": 0, "not-reproduced": 0}
         for record in self.results:
             counts[record.status] += 1
         self.summary = Summary(passed=counts["pass"], failed=counts["fail"],
-                               notApplicable=counts["not-applicable"], errors=counts["error"])
+                               notApplicable=counts["not-applicable"], errors=counts["error"],
+                               hazards=counts["hazard"] + counts["not-reproduced"])
 
     def exit_code(self) -> int:
         """0 all pass; 1 a violation; 2 incomplete or an error (documented in the README)."""

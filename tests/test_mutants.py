@@ -16,7 +16,7 @@ from mutants import CATCHES
 
 PAIRS = [(mutant, invariant) for mutant, invariants in CATCHES.items() for invariant in invariants]
 MAX_OPERATIONS = 8
-MAX_EVENTS = 20
+MAX_EVENTS = 24
 
 
 def test_every_invariant_is_caught_by_some_mutant() -> None:
@@ -33,6 +33,12 @@ def test_mutant_is_caught_with_a_short_counterexample(mutant: str, invariant: st
     impl = f"python:mutants.{mutant}:make"
     report = Run(impl, load_catalogue(), only=[invariant], report_dir=tmp_path).execute()
     (record,) = report.results
+    if load_catalogue().get(invariant).kind == "documented-hazard":
+        # A documented hazard is demonstrated, never passed: on a kernel that avoids it, the
+        # demonstration says so ("not-reproduced") and the run does not fail.
+        assert record.status == "not-reproduced", record
+        assert report.exit_code() == 0
+        return
     assert record.status == "fail", record
     assert report.exit_code() == 1
     assert record.counterexample, "a failure must come with a replayable counterexample"

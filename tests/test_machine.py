@@ -1,0 +1,78 @@
+"""The state machine itself: its CI profile is reproducible, and it reaches the
+situations the invariants are about (so none of them passes vacuously)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from loomcheck.harness.script import describe
+from loomcheck.harness.session import Session, hello_of
+from loomcheck.properties.machine import PROFILES, run_stateful
+from loomcheck.properties.registry import all_predicates
+from loomcheck.reference.driver import ReferenceDriver
+
+
+def _run(record: list[str] | None = None, counts: Counter | None = None) -> int:
+    driver = ReferenceDriver(store="memory")
+    session = Session(driver, frozenset(hello_of(driver).features))
+    apply = session.apply
+
+    def recording(op):
+        step = apply(op)
+        if record is not None:
+            record.append(describe(op) + " -> " + step.outcome.short())
+        if counts is not None:
+            counts["crashed"] += step.outcome.crashed
+            if not step.outcome.ok:
+                counts["refused:" + str(step.outcome.reason)] += 1
+            for event in step.log_after[len(step.log_before):]:
+                payload = event["payload"] if isinstance(event["payload"], dict) else {}
+                counts[event["type"]] += 1
+                if event["type"] == "EXECUTION_SUSPENDED" and "stepId" in payload.get("condition", {}):
+                    counts["park with stepId"] += 1
+                if event["type"] == "EXECUTION_FAILED":
+                    counts["failed:" + str((payload.get("error") or {}).get("reason"))] += 1
+        return step
+
+    session.apply = recording  # type: ignore[method-assign]
+    result = run_stateful(session, list(all_predicates()), PROFILES["ci"])
+    assert not result.failures and not result.errors
+    return result.steps
+
+
+def test_the_ci_profile_does_not_depend_on_the_modules_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hypothesis mines constants from local modules; loomcheck pins that pool, so loading
+    more code (here, a module full of string literals) cannot change the examples."""
+    first: list[str] = []
+    _run(first)
+    (tmp_path / "literal_soup.py").write_text(textwrap.dedent('''
+        WORDS = ["go1", "__proto__", "EXECUTION_RESUMED", "retry-fresh", "approve", "x" * 3, 12345, 6.5]
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import literal_soup  # noqa: F401
+
+    second: list[str] = []
+    _run(second)
+    sys.modules.pop("literal_soup", None)
+    assert first == second
+
+
+def test_the_ci_profile_reaches_every_situation_it_checks() -> None:
+    counts: Counter = Counter()
+    steps = _run(counts=counts)
+    assert steps > 1_000
+    must_reach = {
+        "crashed": 10, "EXECUTION_RECOVERED": 10, "EFFECT_INDOUBT": 5, "DECISION_RECORDED": 5,
+        "park with stepId": 10, "EXECUTION_MIGRATED": 5, "STEP_COMPLETED": 20,
+        "refused:not-suspended": 10, "refused:gate-mismatch": 10, "refused:kernel-namespace": 10,
+        "refused:terminal": 5, "refused:not-a-verdict": 1, "refused:invalid-input": 1,
+        "failed:kernel-type": 1, "failed:invalid-meter": 1, "failed:reserved-decision-id": 1,
+        "failed:in-doubt verdict: failed": 1,
+    }
+    short = {name: counts[name] for name, least in must_reach.items() if counts[name] < least}
+    assert not short, f"the CI profile reached these too rarely (seen, against the floor {must_reach}): {short}"
