@@ -125,6 +125,8 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
         if record.status in ("fail", "error"):
             console.print(f"[{STYLE[record.status]}]{record.status}[/] {record.id} (ADR {record.adr} {record.decision}): "
                           f"{escape(record.message or '')}")
+            if record.examplesToFailure:
+                console.print(f"    first seen in example {record.examplesToFailure}, then shrunk")
             if record.counterexample:
                 size = f"{record.counterexampleOperations} operations, {record.counterexampleEvents} events"
                 console.print(f"    counterexample ({size}): {escape(record.counterexample)}")

@@ -39,6 +39,7 @@ class Tally:
 
     examples: int = 0
     failure: str | None = None
+    examples_to_failure: int | None = None
     counterexample: str | None = None
     events: int | None = None
     operations: int | None = None
@@ -177,6 +178,7 @@ class Run:
             self.tallies[invariant_id].examples += count
         for invariant_id, failure in result.failures.items():
             self._record_counterexample(session, invariant_id, failure)
+            self.tallies[invariant_id].examples_to_failure = result.examples_to_failure.get(invariant_id)
         for error in result.errors:
             path = self._write_counterexample("implementation-error", error.operations, None, str(error.failure))
             self._finding("implementation-error", f"state machine: {error.failure}", path)
@@ -292,6 +294,7 @@ class Run:
                 record.status, record.message = "fail", tally.failure
                 record.counterexample = tally.counterexample
                 record.counterexampleEvents, record.counterexampleOperations = tally.events, tally.operations
+                record.examplesToFailure = tally.examples_to_failure
             elif tally.errors:
                 record.status, record.message = "error", tally.errors[0]
             elif tally.examples == 0:

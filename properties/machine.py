@@ -79,6 +79,7 @@ class Counters:
     examples: int = 0
     steps: int = 0
     on_example: Callable[[int], None] | None = None
+    first_failure: dict[str, int] = field(default_factory=dict)  # invariant -> example number it first failed in
 
 
 def build_machine(session: Session, invariant_ids: Iterable[str], counters: Counters) -> type[RuleBasedStateMachine]:
@@ -113,6 +114,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             except ImplementationFailed as failed:
                 raise ImplementationFailedInRun(failed, session.script()) from None
             if violations:
+                counters.first_failure.setdefault(violations[0].invariant, counters.examples)
                 raise violation_type(violations[0].invariant)(violations, session.trace.operations)
             return step
 
@@ -183,11 +185,12 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             return [x for x in session.executions() if self.last_crashed(x)]
 
         @precondition(lambda self: "resume-as" in features and bool(self.crashed()))
-        @rule(flow=flows, payload=s.payloads, pick=st.integers(0, 3))
-        def migrate_a_crashed_execution(self, flow: str, payload: Any, pick: int) -> None:
+        @rule(payload=s.payloads, pick=st.integers(0, 3), onto=st.integers(0, 3))
+        def migrate_a_crashed_execution(self, payload: Any, pick: int, onto: int) -> None:
             """The documented exit for a crash on old code: resumeAs onto new code (ADR 0104 D1, crashed row)."""
             crashed = self.crashed()
-            self.apply(ResumeAs(crashed[pick % len(crashed)], flow, "Redeploy", payload))
+            flows = sorted(session.trace.flows)
+            self.apply(ResumeAs(crashed[pick % len(crashed)], flows[onto % len(flows)], "Redeploy", payload))
 
         @rule(execution=executions, resolution=s.verdict_resolutions, output=s.payloads, right_step=st.booleans())
         @supports("in-doubt")
@@ -233,6 +236,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
 @dataclass
 class StatefulResult:
     examples: dict[str, int] = field(default_factory=dict)
+    examples_to_failure: dict[str, int] = field(default_factory=dict)  # before shrinking: how hard it was to find
     steps: int = 0
     failures: dict[str, InvariantViolated] = field(default_factory=dict)
     errors: list[ImplementationFailedInRun] = field(default_factory=list)
@@ -258,7 +262,11 @@ def run_stateful(session: Session, invariant_ids: list[str], budget: Budget, see
         new = [f for f in found if isinstance(f, InvariantViolated)]
         result.errors.extend(f for f in found if isinstance(f, ImplementationFailedInRun))
         for failure in new:
-            result.failures.setdefault(failure.violations[0].invariant, failure)
+            invariant_id = failure.violations[0].invariant
+            result.failures.setdefault(invariant_id, failure)
+            if invariant_id in counters.first_failure:
+                earlier_rounds = result.examples.get(invariant_id, 0) - counters.examples
+                result.examples_to_failure.setdefault(invariant_id, earlier_rounds + counters.first_failure[invariant_id])
         if not new:
             break
         remaining = [i for i in remaining if i not in result.failures]

@@ -35,7 +35,8 @@ class InvariantRecord(_Model):
     statement: str
     checks: list[str]
     status: Status
-    examples: int = 0
+    examples: int = Field(default=0, description="examples run, shrinking included")
+    examplesToFailure: int | None = Field(default=None, description="for a failure: the example it was first seen in, before shrinking")
     message: str | None = None
     counterexample: str | None = Field(default=None, description="path of a replayable regression log")
     counterexampleEvents: int | None = None
