@@ -125,6 +125,6 @@ def mixed_parallel_hazard(step: Step, trace: Trace) -> Iterator[Violation]:
             entry = served[seen.gate]
             yield Violation("hazard.mixed-parallel",
                             f"the ctx.suspend {seen.on!r} passed (#{seen.seq}) with {show(entry.payload, 40)}, the answer "
-                            f"#{entry.seq} gave to human step {entry.parked_step!r}'s park: the hazard ADR 0104 documents.",
+                            f"#{entry.seq} gave to the park of human step {entry.parked_step!r}: the hazard ADR 0104 documents.",
                             (entry.seq, seen.seq))
             return

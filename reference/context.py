@@ -50,7 +50,8 @@ class StepFailed(Exception):
 
 @dataclass(frozen=True)
 class Passed:
-    """A suspend point this run got past: its index in the run, name and value."""
+    """A suspend point this run got past: its position among the program's suspend
+    points in call order (what observe reports), its name and the value it got."""
 
     index: int
     on: str
@@ -95,6 +96,7 @@ class FlowContext:
         self.decisions: dict[str, JSON] = dict(state.variables.get("_decisions") or {})
         self.passed: list[Passed] = []
         self.observed = 0
+        self.points: dict[int, int] = {}  # id(op) -> position among the program's suspend points (set by the interpreter)
 
     @property
     def last_gate(self) -> tuple[int, str, JSON] | None:
@@ -121,10 +123,10 @@ class FlowContext:
             return index, answers[index]
         return None
 
-    def suspend(self, on: str, meta: dict[str, JSON] | None = None) -> JSON:
+    def suspend(self, on: str, meta: dict[str, JSON] | None = None, point: int | None = None) -> JSON:
         taken = self.take_answer()
         if taken is not None:
-            self.passed.append(Passed(taken[0], on, taken[1]))
+            self.passed.append(Passed(taken[0] if point is None else point, on, taken[1]))
             return taken[1]
         condition = {k: v for k, v in (meta or {}).items() if k != "stepId"}  # only the kernel sets stepId
         condition["on"] = on
@@ -133,7 +135,7 @@ class FlowContext:
     # -- steps -----------------------------------------------------------------
     def run(self, op: StepOp) -> JSON:
         if op.kind == "human":
-            return self.human(op)
+            return self.human(op, self.points.get(id(op)))
         frame = self.state.steps.get(op.id)
         if frame is not None and frame.get("status") == "completed":
             return frame.get("output")
@@ -201,20 +203,20 @@ class FlowContext:
         legacy = self.state.variables.get("_resumePayload")
         return legacy if is_verdict_for(legacy, step_id) else None
 
-    def human(self, op: StepOp) -> JSON:
+    def human(self, op: StepOp, point: int | None = None) -> JSON:
         """A human step is a suspend point: it consumes its entry in call order,
         live and on replay, and takes an answer only once it has parked."""
         frame = self.state.steps.get(op.id)
         if frame is not None and frame.get("status") == "completed":
             taken = self.take_answer()  # so the entry is never served to a later gate
-            index = taken[0] if taken else self._consumed
+            index = point if point is not None else (taken[0] if taken else self._consumed)
             self.passed.append(Passed(index, op.on, frame.get("output")))
             return frame.get("output")
         if frame is not None:
             taken = self.take_answer()
             if taken is not None:
                 self._append("STEP_COMPLETED", {"stepId": op.id, "output": taken[1]})
-                self.passed.append(Passed(taken[0], op.on, taken[1]))
+                self.passed.append(Passed(taken[0] if point is None else point, op.on, taken[1]))
                 return taken[1]
         else:
             self._append("STEP_STARTED", {"stepId": op.id, "attempt": 1})

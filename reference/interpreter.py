@@ -26,9 +26,10 @@ class Completed:
 
 
 def call(ctx: FlowContext, op: StepOp | SuspendOp) -> JSON:
+    point = ctx.points.get(id(op))  # the suspend point's position in the program, for observe
     if isinstance(op, StepOp):
-        return ctx.run(op)
-    return ctx.suspend(op.on, op.meta)
+        return ctx.run(op) if op.kind != "human" else ctx.human(op, point)
+    return ctx.suspend(op.on, op.meta, point)
 
 
 def parallel(ctx: FlowContext, op: ParallelOp) -> list[JSON]:
@@ -49,6 +50,7 @@ def parallel(ctx: FlowContext, op: ParallelOp) -> list[JSON]:
 
 def run_program(program: FlowProgram, ctx: FlowContext) -> Completed:
     """Run the body from the top. Raises Park when a suspend point has no answer left."""
+    ctx.points = {id(op): index for index, op in enumerate(program.suspend_points())}
     for op in program.body:
         if isinstance(op, (StepOp, SuspendOp)):
             call(ctx, op)

@@ -30,8 +30,10 @@ order, from the top, on every run of the flow:
         kernel sets it, ADR 0104 D2).
     {"op": "observe"}                                 records what each suspend
         point passed since the previous observe returned, as application events
-        `loomcheck.observed` {gate: <0-based index of that suspend point in this
-        run>, on, value}.
+        `loomcheck.observed` {gate: <0-based position of that suspend point among
+        the program's suspend points, in call order>, on, value}. The position is
+        the program's, not the kernel's count of answers consumed, so a kernel
+        that serves the wrong entry cannot report a matching index.
     {"op": "decide", "id": "d", "choice": <json>}      ctx.decide: recorded once as
         DECISION_RECORDED {decisionId, choice, source: "flow"}, replayed after;
         a reserved id (`__loom_...`) fails the run (ADR 0104 D1).

@@ -26,6 +26,7 @@ CATCHES: dict[str, tuple[str, ...]] = {
     "recovery_resumes": ("recovery.records-no-answer", "answer.one-suspend-point", "answer.addressed-while-parked"),
     "verdict_as_entry": ("indoubt.verdict-is-a-decision", "answer.one-suspend-point"),
     "human_reparks": ("human.completes-with-answer",),
+    "human_replay_keeps_entry": ("answer.addressed-while-parked", "gate.i-receives-entry-i"),
     "open_emit_guard": ("emit.kernel-types-refused",),
     "loose_meter": ("emit.allowed-types-validated",),
     "unscoped_effect_decisions": ("emit.decisions-guarded",),

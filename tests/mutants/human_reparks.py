@@ -8,7 +8,7 @@ from loomcheck.reference.driver import ReferenceDriver
 
 
 class ReparkingContext(FlowContext):
-    def human(self, op):
+    def human(self, op, point=None):
         self._append("STEP_STARTED", {"stepId": op.id, "attempt": 1})
         raise Park({"on": op.on, "stepId": op.id}, human=True)
 

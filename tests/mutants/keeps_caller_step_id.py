@@ -9,7 +9,7 @@ from loomcheck.reference.driver import ReferenceDriver
 
 
 class TrustingContext(FlowContext):
-    def suspend(self, on, meta=None):
+    def suspend(self, on, meta=None, point=None):
         taken = self.take_answer()
         if taken is not None:
             return self._passed(taken, on)

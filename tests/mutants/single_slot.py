@@ -13,11 +13,11 @@ class SingleSlotContext(FlowContext):
         super().__init__(*args, **kwargs)
         self._spent = False
 
-    def suspend(self, on: str, meta=None):
+    def suspend(self, on: str, meta=None, point=None):
         variables = self.state.variables
         if not self._spent and "_resumePayload" in variables:
             self._spent = True
-            self.passed.append(Passed(0, on, variables["_resumePayload"]))
+            self.passed.append(Passed(0 if point is None else point, on, variables["_resumePayload"]))
             return variables["_resumePayload"]
         raise Park({"on": on})
 

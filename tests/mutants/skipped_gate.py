@@ -8,12 +8,12 @@ from loomcheck.reference.driver import ReferenceDriver
 
 
 class SkippingContext(FlowContext):
-    def suspend(self, on: str, meta=None):
+    def suspend(self, on: str, meta=None, point=None):
         answers = self.answers()
         index = self._consumed
         self._consumed += 1
         value = answers[index] if index < len(answers) else None
-        self.passed.append(Passed(index, on, value))
+        self.passed.append(Passed(index if point is None else point, on, value))
         return value
 
 
