@@ -32,6 +32,7 @@ Features: `hello()` lists the optional features the implementation supports:
     "restart"           restart() discards the runtime's memory, as a process restart would
     "effect-ledger"     effects(execution_id) lists every effect execution (step, attempt)
     "input-validation"  a flow's inputSchema with validateInput: true is enforced by start()
+    "resume-schemas"    a flow's resumeSchemas are enforced by resume() and resume_as() (ADR 0077)
     "human-steps"       steps of kind "human" in flow programs
     "in-doubt"          steps of kind "non-idempotent", their in-doubt parks and verdicts
     "parallel"          the "parallel" op in flow programs

@@ -155,9 +155,12 @@ def resume_as_records_by_state(step: Step, trace: Trace) -> Iterator[Violation]:
         return
     third = added[2] if len(added) > 2 else None
     if before.status == "suspended" and before.parked_on != IN_DOUBT:
-        if third is None or third.get("type") != "EXECUTION_RESUMED" or not json_equal(third.get("payload"), op.payload):
+        from loomcheck.properties.typed import answer_to_record
+
+        answer = answer_to_record(step, trace)
+        if third is None or third.get("type") != "EXECUTION_RESUMED" or not json_equal(third.get("payload"), answer):
             yield Violation("resumeas.recording-table",
-                            f"resumeAs onto a gate park must record EXECUTION_RESUMED {show(op.payload, 40)} after "
+                            f"resumeAs onto a gate park must record EXECUTION_RESUMED {show(answer, 40)} after "
                             f"{op.type!r}; it recorded {third.get('type') if third else 'nothing'}.",
                             (third.get("seq"),) if third else ())
     elif before.status in ("running", "pending"):

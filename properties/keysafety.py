@@ -94,7 +94,11 @@ def _resume_case(session: Session, name: str, label: str) -> list[Violation]:
 
 def _gate_case(session: Session, name: str, label: str) -> list[Violation]:
     session.reset()
-    defined = session.apply(Define("f", {"body": [{"op": "suspend", "on": name}, {"op": "observe"}, {"op": "complete"}]}))
+    program: dict = {"body": [{"op": "suspend", "on": name}, {"op": "observe"}, {"op": "complete"}]}
+    if "resume-schemas" in session.features:
+        # The name reaches the resumeSchemas map as a key too (ADR 0077: where the bug was found).
+        program["resumeSchemas"] = {name: {"type": "object", "properties": {"approved": {"type": "boolean"}}}}
+    defined = session.apply(Define("f", program))
     if not defined.outcome.ok:
         # A name no store can write may be refused when the flow is defined, with a typed reason.
         if defined.outcome.reason in refusals().reasons:

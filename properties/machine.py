@@ -157,11 +157,11 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 return payload
             return {"stepId": parked.get("stepId"), "resolution": resolution, "output": payload}
 
-        @rule(execution=executions, payload=s.payloads)
+        @rule(execution=executions, payload=s.answers)
         def answer_the_parked_gate(self, execution: str, payload: Any) -> None:
             self.apply(Resume(execution, self.parked_gate(execution) or "go1", payload))
 
-        @rule(execution=executions, answers=st.lists(s.payloads, min_size=1, max_size=4),
+        @rule(execution=executions, answers=st.lists(s.answers, min_size=1, max_size=4),
               resolution=st.sampled_from(s.VERDICTS + (s.NOT_A_VERDICT,)))
         def answer_gates_until_done(self, execution: str, answers: list[Any], resolution: str) -> None:
             """Drive an execution forward: answer whatever it parks on (a verdict when in

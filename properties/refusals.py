@@ -88,16 +88,20 @@ def parked_gate_answers_are_recorded(step: Step, trace: Trace) -> Iterator[Viola
     if before.status != "suspended" or before.parked_on != step.op.type or before.parked_on == IN_DOUBT:
         return  # an in-doubt park takes a verdict: indoubt.* check those
     if not step.outcome.ok:
-        yield Violation("resume.accepted-records-answer",
-                        f"resume {step.op.type!r} named the gate the execution is parked on and was refused "
-                        f"({step.outcome.reason}: {step.outcome.message}).")
+        if step.outcome.reason != "invalid-payload":  # a declared shape may refuse it: typed.* judge that
+            yield Violation("resume.accepted-records-answer",
+                            f"resume {step.op.type!r} named the gate the execution is parked on and was refused "
+                            f"({step.outcome.reason}: {step.outcome.message}).")
         return
+    from loomcheck.properties.typed import answer_to_record
+
+    answer = answer_to_record(step, trace)
     added = step.log_after[len(step.log_before):]
-    expected = [(step.op.type, step.op.payload), ("EXECUTION_RESUMED", step.op.payload)]
+    expected = [(step.op.type, answer), ("EXECUTION_RESUMED", answer)]
     got = [(e.get("type"), e.get("payload")) for e in added[:2]]
     if len(got) < 2 or any(g[0] != x[0] or not json_equal(g[1], x[1]) for g, x in zip(got, expected)):
         shown = ", ".join(f"#{e.get('seq')} {e.get('type')} {show(e.get('payload'), 40)}" for e in added[:2]) or "nothing"
         yield Violation("resume.accepted-records-answer",
-                        f"the answer {show(step.op.payload)} to {step.op.type!r} should be recorded as {step.op.type} then "
+                        f"the answer {show(answer)} to {step.op.type!r} should be recorded as {step.op.type} then "
                         f"EXECUTION_RESUMED with that payload; the log recorded {shown}.",
                         tuple(e.get("seq") for e in added[:2]))

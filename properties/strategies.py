@@ -17,7 +17,14 @@ HUMAN_GATES = ("HumanInput", "Approve")
 HOSTILE_GATES = ("__proto__", "constructor", "__class__", "get", "")
 VERDICTS = ("succeeded", "failed", "retry-fresh")
 NOT_A_VERDICT = "not-a-verdict"  # an answer choice: send the raw payload to an in-doubt park
-ALL_FEATURES = frozenset({"recover", "human-steps", "in-doubt", "parallel", "emit-guard", "input-validation"})
+ALL_FEATURES = frozenset({"recover", "human-steps", "in-doubt", "parallel", "emit-guard", "input-validation",
+                          "resume-schemas"})
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}, "approvedBy": {"type": "string", "default": "unknown"}},
+    "required": ["approved"],
+}
+OPEN_APPROVAL_SCHEMA: dict[str, Any] = {**APPROVAL_SCHEMA, "additionalProperties": True}
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"id": {"type": "string"}, "n": {"type": "integer", "default": 0}},
@@ -36,6 +43,12 @@ payloads = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
     max_leaves=6,
 )
+# Approvals as callers send them: sometimes well-formed, with an undeclared key or a wrong type.
+approvals = st.fixed_dictionaries(
+    {"approved": st.booleans() | st.sampled_from(["yes", 1])},
+    optional={"approvedBy": st.sampled_from(["ann", "bob", 7]), "note": json_leaves},
+)
+answers = payloads | approvals  # what callers resume gates with
 gate_names = st.sampled_from(GATE_NAMES) | st.sampled_from(HOSTILE_GATES)
 resume_names = st.sampled_from(GATE_NAMES + HOSTILE_GATES + HUMAN_GATES + ("EXECUTION_RECOVERED", "TIMER_FIRED"))
 kernel_types = st.sampled_from(sorted(kernel_event_types()))
@@ -127,6 +140,12 @@ def programs(draw: st.DrawFn, min_gates: int = 0, features: Iterable[str] = ALL_
     if "input-validation" in has and draw(st.integers(0, 3)) == 0:
         program["inputSchema"] = INPUT_SCHEMA
         program["validateInput"] = True
+    if "resume-schemas" in has:
+        names = sorted({op["on"] for op in body if op["op"] == "suspend"})
+        declared = {name: draw(st.sampled_from([APPROVAL_SCHEMA, OPEN_APPROVAL_SCHEMA]))
+                    for name in names if draw(st.integers(0, 2)) == 0}
+        if declared:
+            program["resumeSchemas"] = declared
     return program
 
 

@@ -28,7 +28,7 @@ from loomcheck.spec.programs import FlowProgram
 from loomcheck.spec.vocabulary import vocabulary
 
 FEATURES = ["fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
-            "human-steps", "in-doubt", "parallel", "emit-guard"]
+            "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard"]
 
 
 class ReferenceDriver:

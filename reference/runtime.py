@@ -130,6 +130,7 @@ class Runtime:
         self.check_resumable(state, event_type)
         answer = self._plain_payload(payload)
         self._require_flow(state.flow_id)
+        answer = self.parse_answer(self.flows[state.flow_id or ""], event_type, answer)
         self.check_answer(state, answer)
         append = Appender(self.store, execution_id, state.sequence + 1)
         append(event_type, answer)
@@ -146,6 +147,8 @@ class Runtime:
         answer = self._plain_payload(payload)
         if state.status == "suspended":
             self.check_resumable(state, event_type)
+            # ADR 0077 D4: the TARGET flow's declared shape, before EXECUTION_MIGRATED.
+            answer = self.parse_answer(self.flows[target_flow], event_type, answer)
             self.check_answer(state, answer)
         append = Appender(self.store, execution_id, state.sequence + 1)
         append("EXECUTION_MIGRATED", {"fromFlow": state.flow_id, "toFlow": target_flow})
@@ -166,6 +169,18 @@ class Runtime:
             raise ResumeRefusedError("not-suspended", f"execution is {state.status}, not parked")
         if event_type != parked_on:
             raise ResumeRefusedError("gate-mismatch", f"execution is parked on {parked_on!r}, not {event_type!r}")
+
+    @staticmethod
+    def parse_answer(program: FlowProgram, event_type: str, answer: JSON) -> JSON:
+        """ADR 0077: a declared shape is parsed after identity and before the append;
+        the parsed value is what is recorded. No entry: the payload as sent (D2)."""
+        schema = program.resume_schema(event_type)
+        if schema is None:
+            return answer
+        parsed = parse(schema, answer)
+        if isinstance(parsed, Invalid):
+            raise ResumePayloadValidationError("invalid-payload", f"field {parsed.field}: {parsed.message}")
+        return parsed.value
 
     def check_answer(self, state: State, answer: JSON) -> None:
         """At an in-doubt park only a verdict for the parked step is an answer."""

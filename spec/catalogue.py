@@ -26,7 +26,7 @@ ADRS = ("0056", "0057", "0077", "0104", "0117")
 # Optional driver features; an implementation that does not declare one gets
 # "not-applicable" for every invariant that requires it, never "pass".
 FEATURES = ("fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
-            "human-steps", "in-doubt", "parallel", "emit-guard")
+            "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard")
 
 # How an invariant is exercised. "stateful": the Hypothesis state machine
 # evaluates its predicate after every operation; "regressions": every committed
@@ -48,7 +48,7 @@ class Invariant(BaseModel):
     statement: str = Field(min_length=10)
     quote: str | None = None
     requires: tuple[Literal["fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
-                            "human-steps", "in-doubt", "parallel", "emit-guard"], ...] = ()
+                            "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard"], ...] = ()
     checks: tuple[Literal["stateful", "regressions", "corpus:hostile-names"], ...] = Field(min_length=1)
     notes: str | None = Field(default=None, description="edge cases and what the statement deliberately leaves out")
 

@@ -1,16 +1,25 @@
 """What "the parsed value" means for a JSON Schema carried as data (ADR 0077:
 the PARSED value is what runs and is recorded).
 
-Parsing = validate against the schema (JSON Schema 2020-12), then fill in the
-`default` of every absent property of every object the schema describes with
-`properties` (inside `items` too). `$ref`, `allOf`, `anyOf` and `prefixItems`
-are validated but not searched for defaults. Pure Python over plain JSON values (no pydantic), so symbolic
+Parsing = validate against the schema (JSON Schema 2020-12), then, for every
+object the schema describes with `properties` (inside `items` too):
+- fill in the `default` of every absent property;
+- drop the keys it does not declare, unless the schema keeps the object open
+  with an `additionalProperties` keyword (`true` or a schema keeps them; `false`
+  already refused them in validation).
+Dropping is Zod's default object behaviour and ADR 0077's "sharp edge": declaring
+a contract also decides what is persisted. It departs from plain JSON Schema
+validation, where an absent `additionalProperties` allows and keeps extra keys.
+`$ref`, `allOf`, `anyOf` and `prefixItems` are validated but not searched for
+defaults or undeclared keys. Pure Python over plain JSON values (no pydantic), so symbolic
 tools can analyse it.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,37 +38,55 @@ class Invalid:
     message: str
 
 
-def check_schema(schema: dict[str, Any]) -> str | None:
-    """None when the schema is a valid JSON Schema, else why not."""
+def _key(schema: Any) -> str:
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
+
+
+@lru_cache(maxsize=1024)
+def _check(key: str) -> str | None:
     try:
-        Draft202012Validator.check_schema(schema)
+        Draft202012Validator.check_schema(json.loads(key))
     except SchemaError as exc:
         return exc.message
     return None
 
 
+@lru_cache(maxsize=1024)
+def _validator(key: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(key))
+
+
+def check_schema(schema: dict[str, Any]) -> str | None:
+    """None when the schema is a valid JSON Schema, else why not. (Checking against
+    the metaschema is costly and flows repeat their schemas: memoised by content.)"""
+    return _check(_key(schema))
+
+
 def parse(schema: dict[str, Any], value: Any) -> Parsed | Invalid:
-    validator = Draft202012Validator(schema)
+    validator = _validator(_key(schema))
     errors = sorted(validator.iter_errors(value), key=lambda e: (list(e.absolute_path), e.message))
     if errors:
         first = errors[0]
         field = "/".join(str(p) for p in first.absolute_path) or "(root)"
         return Invalid(field=field, message=first.message)
-    return Parsed(_with_defaults(schema, copy.deepcopy(value)))
+    return Parsed(_normalise(schema, copy.deepcopy(value)))
 
 
-def _with_defaults(schema: Any, value: Any) -> Any:
+def _normalise(schema: Any, value: Any) -> Any:
     if not isinstance(schema, dict):
         return value
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [_with_defaults(schema["items"], item) for item in value]
+        return [_normalise(schema["items"], item) for item in value]
     if not isinstance(value, dict):
         return value
     properties = schema.get("properties")
     if isinstance(properties, dict):
+        if "additionalProperties" not in schema and "patternProperties" not in schema:
+            for name in [key for key in value if key not in properties]:
+                del value[name]  # ADR 0077's sharp edge: undeclared keys are not persisted
         for name, sub in properties.items():
             if name in value:
-                value[name] = _with_defaults(sub, value[name])
+                value[name] = _normalise(sub, value[name])
             elif isinstance(sub, dict) and "default" in sub:
                 value[name] = copy.deepcopy(sub["default"])
     return value

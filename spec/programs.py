@@ -142,7 +142,10 @@ def is_suspend_point(op: object) -> bool:
 
 class FlowProgram(BaseModel):
     """One flow. `inputSchema` (JSON Schema) with `validateInput: true` makes
-    start() parse its input before anything is appended (ADR 0077, Context)."""
+    start() parse its input before anything is appended (ADR 0077, Context).
+    `resumeSchemas` maps a resume's event type (a gate's name) to the JSON Schema
+    its payload must match: presence is the opt-in (ADR 0077 D1, D2); the parsed
+    value (spec/parsing.py) is what is recorded."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -150,6 +153,23 @@ class FlowProgram(BaseModel):
     body: list[Op]
     inputSchema: dict[str, Any] | None = None
     validateInput: bool = False
+    resumeSchemas: dict[str, dict[str, Any]] | None = None
+
+    @model_validator(mode="after")
+    def _schemas_are_schemas(self) -> "FlowProgram":
+        from loomcheck.spec.parsing import check_schema
+
+        for name, schema in [("inputSchema", self.inputSchema)] + [
+                (f"resumeSchemas[{key!r}]", value) for key, value in (self.resumeSchemas or {}).items()]:
+            problem = check_schema(schema) if schema is not None else None
+            if problem:
+                raise ValueError(f"{name} is not a JSON Schema: {problem}")
+        return self
+
+    def resume_schema(self, event_type: str) -> dict[str, Any] | None:
+        """The declared schema for a resume of this type: own keys only (ADR 0077)."""
+        schemas = self.resumeSchemas or {}
+        return schemas.get(event_type) if type(event_type) is str else None
 
     @model_validator(mode="after")
     def _unique_steps(self) -> "FlowProgram":
@@ -192,6 +212,8 @@ def program_features(program: dict) -> set[str]:
         return needs
     if parsed.validateInput:
         needs.add("input-validation")
+    if parsed.resumeSchemas:
+        needs.add("resume-schemas")
     for op in parsed.body:
         if isinstance(op, ParallelOp):
             needs.add("parallel")

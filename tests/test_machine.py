@@ -70,7 +70,7 @@ def test_the_ci_profile_reaches_every_situation_it_checks() -> None:
         "crashed": 10, "EXECUTION_RECOVERED": 10, "EFFECT_INDOUBT": 5, "DECISION_RECORDED": 5,
         "park with stepId": 10, "EXECUTION_MIGRATED": 5, "STEP_COMPLETED": 20,
         "refused:not-suspended": 10, "refused:gate-mismatch": 10, "refused:kernel-namespace": 10,
-        "refused:terminal": 5, "refused:not-a-verdict": 1, "refused:invalid-input": 1,
+        "refused:terminal": 5, "refused:not-a-verdict": 1, "refused:invalid-input": 1, "refused:invalid-payload": 5,
         "failed:kernel-type": 1, "failed:invalid-meter": 1, "failed:reserved-decision-id": 1,
         "failed:in-doubt verdict: failed": 1,
     }

@@ -16,7 +16,7 @@ from mutants import CATCHES
 
 PAIRS = [(mutant, invariant) for mutant, invariants in CATCHES.items() for invariant in invariants]
 MAX_OPERATIONS = 8
-MAX_EVENTS = 24
+MAX_EVENTS = 30
 
 
 def test_every_invariant_is_caught_by_some_mutant() -> None:

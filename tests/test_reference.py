@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from loomcheck.fuzz import hostile
 from loomcheck.harness.driver import Outcome
-from loomcheck.properties.strategies import payloads, programs
+from loomcheck.properties.strategies import ALL_FEATURES, payloads, programs
 from loomcheck.reference.context import FlowContext, Park, World
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.reference.events import Event, to_plain_json
@@ -797,7 +797,7 @@ def test_state_json_round_trip() -> None:
 
 
 @settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), flow=programs())
+@given(data=st.data(), flow=programs(features=ALL_FEATURES - {"resume-schemas"}))
 def test_state_is_fold_of_log_for_random_programs(data: st.DataObject, flow: dict[str, JSON]) -> None:
     """ADR 0056 D2 / ADR 0057: the reported state equals the fold of the log from nothing, and gate i
     received answer i, for any linear program and any number of correct answers."""

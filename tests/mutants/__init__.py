@@ -40,4 +40,9 @@ CATCHES: dict[str, tuple[str, ...]] = {
     "resume_as_answers_crash": ("resumeas.recording-table",),
     "recovers_parked": ("recovery.skips-parked",),
     "pre_120_fold": ("fold.null-resume-status-only",),
+    # ADR 0077
+    "raw_answer": ("typed.parsed-before-append", "typed.sharp-edge"),
+    "untyped_answers": ("typed.parsed-before-append",),
+    "normalised_answers": ("typed.undeclared-unchanged",),
+    "old_flow_schema": ("typed.resume-as-target-schema",),
 }

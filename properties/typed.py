@@ -1,0 +1,123 @@
+"""ADR 0077: a declared resume shape is parsed after identity and before the
+append; the parsed value is recorded; undeclared gates are unchanged; resumeAs
+parses against the target flow."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from loomcheck.harness.script import Resume, ResumeAs
+from loomcheck.harness.session import Step, Trace
+from loomcheck.properties.answers import fresh
+from loomcheck.properties.jsonvalues import json_equal, show
+from loomcheck.properties.logview import IN_DOUBT, final_moment, flow_id_of
+from loomcheck.properties.registry import Violation, predicate
+from loomcheck.spec.parsing import Invalid, parse
+from loomcheck.spec.vocabulary import kernel_event_types
+
+
+def answer_expected(step: Step, trace: Trace) -> tuple[Any, dict | None] | None:
+    """For a resume that reaches the parked gate it names: (what must be recorded,
+    the schema that decided it) — or None when no answer is due. The schema is the
+    flow's own for resume, the TARGET flow's for resumeAs (ADR 0077 D4)."""
+    op = step.op
+    if not isinstance(op, (Resume, ResumeAs)) or op.type in kernel_event_types():
+        return None
+    snapshot = trace.snapshots.get(op.execution)
+    if not (step.log_before or snapshot):
+        return None
+    before = final_moment(step.log_before, snapshot)
+    if before.status != "suspended" or before.parked_on != op.type:
+        return None
+    flow_id = op.flow if isinstance(op, ResumeAs) else flow_id_of(step.log_before, snapshot)
+    flow = trace.flows.get(flow_id or "")
+    if flow is None:
+        return None
+    schema = flow.resume_schema(op.type)
+    if schema is None:
+        return op.payload, None
+    parsed = parse(schema, op.payload)
+    return (parsed, schema)
+
+
+def answer_to_record(step: Step, trace: Trace) -> Any:
+    """The value a conforming kernel records for this resume's answer: the parsed
+    value where a schema is declared (ADR 0077), else the payload as sent."""
+    due = answer_expected(step, trace)
+    if due is not None and due[1] is not None and not isinstance(due[0], Invalid):
+        return due[0].value
+    return step.op.payload
+
+
+def _recorded_answer(step: Step) -> tuple[dict | None, dict | None]:
+    """(the resume-typed event, EXECUTION_RESUMED) this resume appended."""
+    added = fresh(step)
+    if isinstance(step.op, ResumeAs):
+        added = added[1:]
+    typed = added[0] if added else None
+    resumed = next((e for e in added[1:3] if e.get("type") == "EXECUTION_RESUMED"), None)
+    return typed, resumed
+
+
+def parse_violations(step: Step, trace: Trace, invariant: str) -> Iterator[Violation]:
+    expected = answer_expected(step, trace)
+    if expected is None or expected[1] is None:
+        return
+    parsed, schema = expected
+    if isinstance(parsed, Invalid):
+        if step.outcome.reason != "invalid-payload":
+            yield Violation(invariant, f"{show(step.op.payload, 50)} does not match the declared schema at {parsed.field} "
+                                       f"({parsed.message}), and the resume got {step.outcome.short()}, not refused "
+                                       f"invalid-payload before the append.", tuple(e.get("seq") for e in fresh(step)[:3]))
+        elif parsed.field != "(root)" and parsed.field.split("/")[0] not in step.outcome.message:
+            yield Violation(invariant, f"the refusal of {show(step.op.payload, 50)} does not name the offending field "
+                                       f"{parsed.field!r}: {step.outcome.message!r}.")
+        return
+    if not step.outcome.ok:
+        yield Violation(invariant, f"{show(step.op.payload, 50)} matches the declared schema, yet the resume was refused "
+                                   f"({step.outcome.reason}: {step.outcome.message[:80]}).")
+        return
+    if step.log_before and final_moment(step.log_before).parked_on == IN_DOUBT:
+        return
+    typed, resumed = _recorded_answer(step)
+    for event in (typed, resumed):
+        if event is None or not json_equal(event.get("payload"), parsed.value):
+            got = show(event.get("payload"), 50) if event else "nothing"
+            yield Violation(invariant, f"the parsed answer is {show(parsed.value, 50)} (the payload sent was "
+                                       f"{show(step.op.payload, 50)}), but #{event.get('seq') if event else '?'} recorded "
+                                       f"{got}: the PARSED value is what is recorded (ADR 0077).",
+                            (event.get("seq"),) if event else ())
+            return
+
+
+@predicate("typed.parsed-before-append")
+def declared_answers_are_parsed(step: Step, trace: Trace) -> Iterator[Violation]:
+    if isinstance(step.op, Resume):
+        yield from parse_violations(step, trace, "typed.parsed-before-append")
+
+
+@predicate("typed.resume-as-target-schema")
+def resume_as_parses_against_target(step: Step, trace: Trace) -> Iterator[Violation]:
+    if isinstance(step.op, ResumeAs):
+        yield from parse_violations(step, trace, "typed.resume-as-target-schema")
+
+
+@predicate("typed.undeclared-unchanged")
+def undeclared_answers_are_recorded_as_sent(step: Step, trace: Trace) -> Iterator[Violation]:
+    expected = answer_expected(step, trace)
+    if expected is None or expected[1] is not None or not step.outcome.ok:
+        return
+    if final_moment(step.log_before, trace.snapshots.get(step.op.execution)).parked_on == IN_DOUBT:
+        return
+    typed, resumed = _recorded_answer(step)
+    for event in (typed, resumed):
+        if event is not None and not json_equal(event.get("payload"), step.op.payload):
+            yield Violation("typed.undeclared-unchanged",
+                            f"{step.op.type!r} declares no schema, yet #{event['seq']} recorded {show(event.get('payload'), 50)} "
+                            f"for the payload {show(step.op.payload, 50)}.", (event["seq"],))
+            return
+
+
+@predicate("typed.sharp-edge")
+def closed_schemas_drop_undeclared_keys(step: Step, trace: Trace) -> Iterator[Violation]:
+    yield from parse_violations(step, trace, "typed.sharp-edge")
