@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loomcheck.harness.script import Operation, from_model, to_json
+from loomcheck.harness.script import Operation, from_model
 from loomcheck.harness.session import ImplementationFailed, Session
 from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.registry import Violation, all_predicates, check_step
@@ -83,6 +83,3 @@ def compare(expect: Expectation, result: ReplayResult) -> list[str]:
                     f"#{e.get('seq')} {e.get('type')}" for e in extra[:4]) + f" ({len(got)} events, expected {len(wanted)})")
     return found
 
-
-def operations_json(operations: list[Operation]) -> list[dict]:
-    return [to_json(op) for op in operations]

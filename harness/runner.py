@@ -18,7 +18,17 @@ from loomcheck import __version__
 from loomcheck.harness.driver import Driver, Hello
 from loomcheck.harness.loading import ImplementationSpecError, resolve_factory
 from loomcheck.harness.replay import expectation_of, replay, run_operations
-from loomcheck.harness.script import Define, Load, Operation, Recover, RecoverAbandoned, Restart, ResumeAs, from_model
+from loomcheck.harness.script import (
+    Define,
+    Load,
+    Operation,
+    Recover,
+    RecoverAbandoned,
+    Restart,
+    ResumeAs,
+    from_model,
+    to_json,
+)
 from loomcheck.spec.programs import program_features
 from loomcheck.harness.session import ImplementationFailed, Session, hello_of
 from loomcheck.properties.keysafety import run_hostile_names
@@ -258,7 +268,7 @@ class Run:
             "description": f"Shrunk counterexample found by loomcheck {__version__} against {self.impl}; "
                            f"'expect' is what the reference kernel does with the same operations.",
             "invariants": [name] if name in self.tallies else [inv.id for inv in self.selected],
-            "operations": [_op_json(op) for op in operations],
+            "operations": [to_json(op) for op in operations],
             "expect": expectation_of(expected).model_dump() if expected.failure is None else None,
             "found": Found(invariant=name, message=message or error or "", implementation=self.impl).model_dump(),
         })
@@ -309,8 +319,3 @@ class Run:
         if final:
             write_junit(self.report, self.report_dir / "junit.xml")
 
-
-def _op_json(op: Operation) -> dict:
-    from loomcheck.harness.script import to_json
-
-    return to_json(op)

@@ -157,8 +157,3 @@ def condition_of(event: dict[str, JSON]) -> dict[str, JSON]:
     payload = event.get("payload")
     cond = payload.get("condition") if isinstance(payload, dict) else None
     return cond if isinstance(cond, dict) else {}
-
-
-def ref(event: dict[str, JSON]) -> str:
-    """How explanations cite an event: `#7 EXECUTION_RESUMED`."""
-    return f"#{event.get('seq')} {event.get('type')}"

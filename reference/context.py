@@ -98,11 +98,6 @@ class FlowContext:
         self.observed = 0
         self.points: dict[int, int] = {}  # id(op) -> position among the program's suspend points (set by the interpreter)
 
-    @property
-    def last_gate(self) -> tuple[int, str, JSON] | None:
-        last = self.passed[-1] if self.passed else None
-        return (last.index, last.on, last.value) if last else None
-
     # -- answers ---------------------------------------------------------------
     def answers(self) -> list[JSON]:
         """The ordered answer list. Legacy fallback (ADR 0057): a pre-1.16 snapshot

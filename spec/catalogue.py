@@ -40,16 +40,15 @@ class Invariant(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(pattern=r"^[a-z][a-z0-9]*(\.[a-z0-9][a-z0-9-]*)+$")
-    adr: Literal["0056", "0057", "0077", "0104", "0117"]
+    adr: Literal[ADRS]
     decision: str = Field(min_length=1)
     since: str = Field(pattern=VERSION_PATTERN)
     kind: InvariantKind
     title: str = Field(min_length=1, max_length=60)
     statement: str = Field(min_length=10)
     quote: str | None = None
-    requires: tuple[Literal["fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
-                            "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard"], ...] = ()
-    checks: tuple[Literal["stateful", "regressions", "corpus:hostile-names"], ...] = Field(min_length=1)
+    requires: tuple[Literal[FEATURES], ...] = ()
+    checks: tuple[Literal[CHECK_KINDS], ...] = Field(min_length=1)
     notes: str | None = Field(default=None, description="edge cases and what the statement deliberately leaves out")
 
     @field_validator("statement")
