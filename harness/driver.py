@@ -36,7 +36,16 @@ Features: `hello()` lists the optional features the implementation supports:
     "human-steps"       steps of kind "human" in flow programs
     "in-doubt"          steps of kind "non-idempotent", their in-doubt parks and verdicts
     "parallel"          the "parallel" op in flow programs
-    "emit-guard"        kernel event types in emits, effect-level emits and "decide" 
+    "emit-guard"        kernel event types in emits, effect-level emits and "decide"
+    "view-digest"       gates with "view" / "viewDigest" in flow programs: the kernel records
+                        the digest (spec/canonical-json.md) and refuses a resume that does not
+                        echo it, view-digest-mismatch (ADR 0117 D1)
+    "timers"            timed gates ("timeout") and "sleep" in flow programs, and
+                        advance_clock(ms); the clock reads CLOCK_START_MS (spec/names.py)
+                        after reset (ADR 0117 D5)
+    "security"          configure(config): strict mode and the signed resume authenticator
+                        (spec/signing.md); resume(..., options) carries the proof and the
+                        principal; parked_at_sequence(execution_id) (ADR 0117 D2, D3)
 
 An invariant that needs a feature the implementation lacks is reported
 not-applicable, never passed. A method for an unsupported feature may raise
@@ -112,9 +121,29 @@ class Driver(Protocol):
         and run it until it parks or ends."""
         ...
 
-    def resume(self, execution_id: str, event_type: str, payload: JSON) -> Outcome:
+    def resume(self, execution_id: str, event_type: str, payload: JSON,
+               options: dict[str, JSON] | None = None) -> Outcome:
         """Answer the gate an execution is parked on with `{type, payload}`, then run
-        the flow until it parks or ends. Refuse (appending nothing) when it must."""
+        the flow until it parks or ends. Refuse (appending nothing) when it must.
+        `options` (feature "security"; the harness passes it only when it is not empty):
+        `{"proof": {actor, exp, signature}, "principal": {actor}, "discardLegacyAnswers": bool}`."""
+        ...
+
+    def configure(self, config: dict[str, JSON]) -> Outcome:
+        """Compose the runtime's security (feature "security"), keeping flows and executions:
+        `{"strict": bool, "requireResumeAuthenticator": bool, "authenticator": {"gates": [...],
+        "keys": {actor: secret | [secrets]}, "requireActor": bool} | absent}`. Refused
+        (ConfigError) with strict-needs-authenticator or weak-secret, changing nothing."""
+        ...
+
+    def advance_clock(self, ms: int) -> list[str]:
+        """Move the runtime's clock forward by `ms`; its timer service wakes every timed park
+        now due, with the runtime's system grant. The ids woken (feature "timers")."""
+        ...
+
+    def parked_at_sequence(self, execution_id: str) -> int | None:
+        """The seq of the EXECUTION_SUSPENDED the execution is parked at (what an approver
+        signs), or None when it is not parked or the park is no longer retained (feature "security")."""
         ...
 
     def recover(self, execution_id: str) -> Outcome:
@@ -126,8 +155,9 @@ class Driver(Protocol):
         re-driven (feature "recover")."""
         ...
 
-    def resume_as(self, execution_id: str, flow_id: str, event_type: str, payload: JSON) -> Outcome:
-        """Resume onto another registered flow (feature "resume-as")."""
+    def resume_as(self, execution_id: str, flow_id: str, event_type: str, payload: JSON,
+                  options: dict[str, JSON] | None = None) -> Outcome:
+        """Resume onto another registered flow (feature "resume-as"); `options` as for resume."""
         ...
 
     def restart(self) -> None:

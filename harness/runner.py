@@ -19,28 +19,39 @@ from loomcheck.harness.driver import Driver, Hello
 from loomcheck.harness.loading import ImplementationSpecError, resolve_factory
 from loomcheck.harness.replay import expectation_of, replay, run_operations
 from loomcheck.harness.script import (
+    AdvanceClock,
+    Configure,
     Define,
     Load,
     Operation,
     Recover,
     RecoverAbandoned,
     Restart,
+    Resume,
     ResumeAs,
     from_model,
     to_json,
 )
 from loomcheck.spec.programs import program_features
 from loomcheck.harness.session import ImplementationFailed, Session, hello_of
-from loomcheck.properties.keysafety import run_hostile_names
+from loomcheck.properties.bound import run_bound_answers
+from loomcheck.properties.keysafety import CorpusResult, run_hostile_names
+from loomcheck.properties.tampering import run_tampering
 from loomcheck.properties.machine import PROFILES, InvariantViolated, run_stateful
 from loomcheck.properties.registry import all_predicates
-from loomcheck.reports.model import Finding, Implementation, InvariantRecord, Report
+from loomcheck.reports.model import CorpusRecord, Finding, Implementation, InvariantRecord, Report
 from loomcheck.reports.writers import write_json, write_junit
 from loomcheck.spec.catalogue import Catalogue, Invariant
 from loomcheck.spec.regressions import Found, RegressionLog, committed_regressions, dump_regression
 from loomcheck.spec.vocabulary import version_key
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
+# (check kind, progress label, runner(session, the invariants it judges))
+CORPORA: tuple[tuple[str, str, Callable[[Session, tuple[str, ...]], CorpusResult]], ...] = (
+    ("corpus:hostile-names", "hostile names", lambda session, ids: run_hostile_names(session)),
+    ("corpus:bound-answers", "bound answers", run_bound_answers),
+    ("corpus:tampering", "signature tampering", run_tampering),
+)
 
 
 @dataclass
@@ -91,6 +102,10 @@ def operations_need(operations: list[Operation]) -> set[str]:
             needs.add("restart")
         if isinstance(op, Define):
             needs |= program_features(op.program)
+        if isinstance(op, Configure) or (isinstance(op, (Resume, ResumeAs)) and op.options):
+            needs.add("security")
+        if isinstance(op, AdvanceClock):
+            needs.add("timers")
     return needs
 
 
@@ -237,23 +252,31 @@ class Run:
         self.progress("regression logs", len(logs), len(logs))
 
     def _corpus(self, session: Session) -> None:
-        invariants = self._active("corpus:hostile-names")
-        if not invariants:
-            return
-        self.progress("hostile names", 0, 1)
-        result = run_hostile_names(session)
+        for check, label, run in CORPORA:
+            invariants = self._active(check)
+            if invariants:
+                self.progress(label, 0, 1)
+                result = run(session, tuple(inv.id for inv in invariants))
+                self._corpus_result(session, check, invariants, result)
+                self.progress(label, 1, 1)
+
+    def _corpus_result(self, session: Session, check: str, invariants: list[Invariant], result: CorpusResult) -> None:
+        self.report.corpora.append(CorpusRecord(name=check.split(":", 1)[1], cases=result.cases,
+                                                perCategory=dict(result.per_category),
+                                                violations=len(result.violations),
+                                                invariants=[inv.id for inv in invariants]))
         for inv in invariants:
             tally = self.tallies[inv.id]
             tally.examples += result.cases
-            if result.violations and tally.failure is None:
-                tally.failure = f"hostile-name corpus: {result.violations[0].message}"
+            mine = [v for v in result.violations if v.invariant == inv.id or len(invariants) == 1]
+            if mine and tally.failure is None:
+                tally.failure = f"{check.split(':', 1)[1]} corpus: {mine[0].message}"
                 if result.operations:
                     tally.counterexample = self._write_counterexample(inv.id, result.operations,
-                                                                      result.violations[0].message, None)
+                                                                      mine[0].message, None)
                     tally.operations = len(result.operations)
                     rerun = run_operations(session, result.operations, [])
                     tally.events = sum(len(log) for log in rerun.logs.values())
-        self.progress("hostile names", 1, 1)
 
     # -- output ------------------------------------------------------------------------
     def _write_counterexample(self, name: str, operations: list[Operation], message: str | None,

@@ -12,6 +12,8 @@ from typing import Any, Union
 from pydantic import BaseModel
 
 from loomcheck.spec.regressions import (
+    AdvanceClockModel,
+    ConfigureModel,
     DefineModel,
     LoadModel,
     RecoverAbandonedModel,
@@ -45,6 +47,7 @@ class Resume:
     execution: str
     type: str
     payload: JSON = None
+    options: dict[str, JSON] | None = None  # {proof?, principal?, discardLegacyAnswers?} (ADR 0117 D2)
     op: str = field(default="resume", init=False)
 
 
@@ -60,6 +63,7 @@ class ResumeAs:
     flow: str
     type: str
     payload: JSON = None
+    options: dict[str, JSON] | None = None
     op: str = field(default="resume-as", init=False)
 
 
@@ -81,7 +85,21 @@ class Load:
     op: str = field(default="load", init=False)
 
 
-Operation = Union[Define, Start, Resume, ResumeAs, Recover, RecoverAbandoned, Restart, Load]
+@dataclass(frozen=True)
+class Configure:
+    """The runtime's security config (ADR 0117 D2, D3), as ConfigureModel without "op"."""
+
+    config: dict[str, JSON]
+    op: str = field(default="configure", init=False)
+
+
+@dataclass(frozen=True)
+class AdvanceClock:
+    ms: int
+    op: str = field(default="advance-clock", init=False)
+
+
+Operation = Union[Define, Start, Resume, ResumeAs, Recover, RecoverAbandoned, Restart, Load, Configure, AdvanceClock]
 
 
 def execution_of(op: Operation) -> str | None:
@@ -93,7 +111,10 @@ def describe(op: Operation) -> str:
     import json
 
     def j(value: JSON) -> str:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        except RecursionError:  # a view 1024 deep (ADR 0117 D1) is past what Python's json writes
+            return "<nested too deep to show>"
         return text if len(text) <= 60 else text[:57] + "..."
 
     if isinstance(op, Define):
@@ -101,9 +122,13 @@ def describe(op: Operation) -> str:
     if isinstance(op, Start):
         return f"start {op.execution} of {op.flow} with {j(op.input)}"
     if isinstance(op, Resume):
-        return f"resume {op.execution} with {op.type!r} {j(op.payload)}"
+        return f"resume {op.execution} with {op.type!r} {j(op.payload)}{_signed(op.options)}"
     if isinstance(op, ResumeAs):
-        return f"resume {op.execution} as {op.flow} with {op.type!r} {j(op.payload)}"
+        return f"resume {op.execution} as {op.flow} with {op.type!r} {j(op.payload)}{_signed(op.options)}"
+    if isinstance(op, Configure):
+        return f"configure {j(op.config)}"
+    if isinstance(op, AdvanceClock):
+        return f"advance the clock {op.ms} ms (due timers fire)"
     if isinstance(op, Recover):
         return f"recover {op.execution}"
     if isinstance(op, RecoverAbandoned):
@@ -113,6 +138,22 @@ def describe(op: Operation) -> str:
     return f"load {op.execution}: {len(op.events)} events" + (" after a snapshot" if op.snapshot else "")
 
 
+def _signed(options: dict[str, JSON] | None) -> str:
+    if not options:
+        return ""
+    proof = options.get("proof")
+    parts = []
+    if isinstance(proof, dict):
+        parts.append(f"signed by {proof.get('actor')!r}, exp {proof.get('exp')}")
+    elif proof is not None:
+        parts.append(f"proof {proof!r:.30}")
+    if options.get("principal") is not None:
+        parts.append(f"as principal {options.get('principal')!r:.40}")
+    if options.get("discardLegacyAnswers"):
+        parts.append("discarding legacy answers")
+    return " (" + "; ".join(parts) + ")" if parts else ""
+
+
 # -- JSON form (the models live with the regression-log format in spec/) --------
 def from_model(model: BaseModel) -> Operation:
     if isinstance(model, DefineModel):
@@ -120,11 +161,15 @@ def from_model(model: BaseModel) -> Operation:
     if isinstance(model, StartModel):
         return Start(model.execution, model.flow, model.input)
     if isinstance(model, ResumeModel):
-        return Resume(model.execution, model.type, model.payload)
+        return Resume(model.execution, model.type, model.payload, _options(model.options))
     if isinstance(model, RecoverModel):
         return Recover(model.execution)
     if isinstance(model, ResumeAsModel):
-        return ResumeAs(model.execution, model.flow, model.type, model.payload)
+        return ResumeAs(model.execution, model.flow, model.type, model.payload, _options(model.options))
+    if isinstance(model, ConfigureModel):
+        return Configure(model.model_dump(exclude={"op"}, exclude_defaults=True))
+    if isinstance(model, AdvanceClockModel):
+        return AdvanceClock(model.ms)
     if isinstance(model, RecoverAbandonedModel):
         return RecoverAbandoned()
     if isinstance(model, RestartModel):
@@ -134,15 +179,27 @@ def from_model(model: BaseModel) -> Operation:
     raise TypeError(model)
 
 
+def _options(model: BaseModel | None) -> dict[str, JSON] | None:
+    if model is None:
+        return None
+    return model.model_dump(exclude_defaults=True) or None
+
+
 def to_json(op: Operation) -> dict[str, JSON]:
     if isinstance(op, Define):
         return {"op": "define", "flow": op.flow, "program": op.program}
     if isinstance(op, Start):
         return {"op": "start", "execution": op.execution, "flow": op.flow, "input": op.input}
     if isinstance(op, Resume):
-        return {"op": "resume", "execution": op.execution, "type": op.type, "payload": op.payload}
+        data = {"op": "resume", "execution": op.execution, "type": op.type, "payload": op.payload}
+        return {**data, "options": op.options} if op.options else data
     if isinstance(op, ResumeAs):
-        return {"op": "resume-as", "execution": op.execution, "flow": op.flow, "type": op.type, "payload": op.payload}
+        data = {"op": "resume-as", "execution": op.execution, "flow": op.flow, "type": op.type, "payload": op.payload}
+        return {**data, "options": op.options} if op.options else data
+    if isinstance(op, Configure):
+        return {"op": "configure", **op.config}
+    if isinstance(op, AdvanceClock):
+        return {"op": "advance-clock", "ms": op.ms}
     if isinstance(op, Recover):
         return {"op": "recover", "execution": op.execution}
     if isinstance(op, (RecoverAbandoned, Restart)):

@@ -15,6 +15,8 @@ from pydantic import ValidationError
 
 from loomcheck.harness.driver import JSON, Driver, Hello, Outcome
 from loomcheck.harness.script import (
+    AdvanceClock,
+    Configure,
     Define,
     Load,
     Operation,
@@ -27,6 +29,7 @@ from loomcheck.harness.script import (
     describe,
     execution_of,
 )
+from loomcheck.spec.names import CLOCK_START_MS
 from loomcheck.spec.programs import FlowProgram
 
 
@@ -51,7 +54,8 @@ class Step:
     folded_after: dict[str, JSON] | None
     effects_after: list[dict[str, JSON]] | None = None   # feature "effect-ledger"
     others: dict[str, tuple[list[dict[str, JSON]], list[dict[str, JSON]]]] | None = None  # recover-abandoned: every log, before and after
-    recovered: list[str] | None = None
+    recovered: list[str] | None = None   # recover-abandoned: re-driven; advance-clock: woken by the timer
+    parked_at: int | None = None         # feature "security": the kernel's parkedAtSequence after the step
 
 
 @dataclass
@@ -62,6 +66,9 @@ class Trace:
     flows: dict[str, FlowProgram] = field(default_factory=dict)
     snapshots: dict[str, dict[str, JSON]] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
+    security: dict[str, JSON] = field(default_factory=dict)  # the last configuration the kernel accepted
+    now: int = CLOCK_START_MS  # the driver's clock: CLOCK_START_MS after reset, moved only by advance-clock
+    features: frozenset[str] = frozenset()  # what the implementation declared
 
     @property
     def operations(self) -> list[Operation]:
@@ -89,7 +96,7 @@ class Session:
     def __init__(self, driver: Driver, features: frozenset[str]) -> None:
         self.driver = driver
         self.features = features
-        self.trace = Trace()
+        self.trace = Trace(features=features)
         self.in_flight: Operation | None = None  # the operation being applied, kept if the implementation fails
 
     def script(self) -> list[Operation]:
@@ -100,15 +107,17 @@ class Session:
     def reset(self) -> None:
         self.in_flight = None
         self._call("reset", self.driver.reset)
-        self.trace = Trace()
+        self.trace = Trace(features=self.features)
 
     def apply(self, op: Operation) -> Step:
         self.in_flight = op
         execution = execution_of(op)
         before = self.read_log(execution) if execution is not None else []
-        if isinstance(op, RecoverAbandoned):
-            return self._recover_abandoned(op)
+        if isinstance(op, (RecoverAbandoned, AdvanceClock)):
+            return self._across_executions(op)
         outcome = self._outcome(describe(op), lambda: self._dispatch(op))
+        if isinstance(op, Configure) and outcome.ok:
+            self.trace.security = dict(op.config)
         if isinstance(op, Define) and outcome.ok:
             try:
                 self.trace.flows[op.flow] = FlowProgram.model_validate(op.program)
@@ -126,6 +135,8 @@ class Session:
                     folded = self.fold(after, self.trace.snapshots.get(execution))
         effects = self.effects(execution) if execution is not None and "effect-ledger" in self.features else None
         step = Step(len(self.trace.steps), op, outcome, execution, before, after, state, folded, effects)
+        if execution is not None and "security" in self.features and (state or {}).get("status") == "suspended":
+            step.parked_at = self.parked_at_sequence(execution)
         return self._record(step)
 
     def _record(self, step: Step) -> Step:
@@ -138,10 +149,15 @@ class Session:
         seen = dict.fromkeys(e for e in (execution_of(s.op) for s in self.trace.steps) if e is not None)
         return list(seen)
 
-    def _recover_abandoned(self, op: RecoverAbandoned) -> Step:
+    def _across_executions(self, op: RecoverAbandoned | AdvanceClock) -> Step:
+        """An operation that may drive any execution: every log, before and after."""
         known = self.executions()
         before = {x: self.read_log(x) for x in known}
-        recovered = self._call(describe(op), self.driver.recover_abandoned)
+        if isinstance(op, AdvanceClock):
+            self.trace.now += op.ms
+            recovered = self._call(describe(op), lambda: self.driver.advance_clock(op.ms))
+        else:
+            recovered = self._call(describe(op), self.driver.recover_abandoned)
         if not isinstance(recovered, list) or not all(isinstance(x, str) for x in recovered):
             raise ImplementationFailed(describe(op), f"returned {recovered!r}, not a list of execution ids")
         others = {x: (before[x], self.read_log(x)) for x in known}
@@ -153,6 +169,12 @@ class Session:
         if not isinstance(ledger, list) or not all(isinstance(e, dict) for e in ledger):
             raise ImplementationFailed(f"effects {execution}", "not a list of {stepId, attempt} objects")
         return ledger
+
+    def parked_at_sequence(self, execution: str) -> int | None:
+        seq = self._call(f"parked_at_sequence {execution}", lambda: self.driver.parked_at_sequence(execution))
+        if seq is not None and type(seq) is not int:
+            raise ImplementationFailed(f"parked_at_sequence {execution}", f"returned {seq!r}, not a sequence or null")
+        return seq
 
     # -- reads -------------------------------------------------------------------
     def read_log(self, execution: str) -> list[dict[str, JSON]]:
@@ -180,11 +202,17 @@ class Session:
         if isinstance(op, Start):
             return self.driver.start(op.execution, op.flow, op.input)
         if isinstance(op, Resume):
+            if op.options:  # only then: a kernel without the "security" feature takes three arguments
+                return self.driver.resume(op.execution, op.type, op.payload, op.options)
             return self.driver.resume(op.execution, op.type, op.payload)
         if isinstance(op, Recover):
             return self.driver.recover(op.execution)
         if isinstance(op, ResumeAs):
+            if op.options:
+                return self.driver.resume_as(op.execution, op.flow, op.type, op.payload, op.options)
             return self.driver.resume_as(op.execution, op.flow, op.type, op.payload)
+        if isinstance(op, Configure):
+            return self.driver.configure(op.config)
         if isinstance(op, Restart):
             self.driver.restart()
             return Outcome.accepted()

@@ -9,6 +9,8 @@ from loomcheck.harness.script import Recover, RecoverAbandoned, Resume, ResumeAs
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.logview import (
+    answers_gate,
+    without_grant,
     IN_DOUBT,
     TERMINAL,
     entries_of,
@@ -138,7 +140,7 @@ def resume_as_records_by_state(step: Step, trace: Trace) -> Iterator[Violation]:
             yield Violation("resumeas.recording-table",
                             f"resumeAs with the kernel type {op.type!r} got {step.outcome.short()}, not refused kernel-namespace.")
         return
-    if before.status == "suspended" and before.parked_on != op.type:
+    if before.status == "suspended" and not answers_gate(before, op.type):
         if step.outcome.reason != "gate-mismatch":
             yield Violation("resumeas.recording-table",
                             f"resumeAs {op.type!r} onto an execution parked on {before.parked_on!r} got "
@@ -146,7 +148,7 @@ def resume_as_records_by_state(step: Step, trace: Trace) -> Iterator[Violation]:
         return
     if not step.outcome.ok:
         return
-    added = fresh(step)
+    added = without_grant(fresh(step))
     kinds = [e.get("type") for e in added]
     if kinds[:2] != ["EXECUTION_MIGRATED", op.type]:
         yield Violation("resumeas.recording-table",

@@ -12,7 +12,7 @@ from loomcheck.fuzz.hostile import ALL, CATEGORIES
 from loomcheck.harness.script import Define, Operation, Resume, Start
 from loomcheck.harness.session import ImplementationFailed, Session, Step, Trace
 from loomcheck.properties.folding import differences, observable
-from loomcheck.properties.logview import final_moment
+from loomcheck.properties.logview import answers_gate, final_moment
 from loomcheck.properties.registry import Violation, check_step, predicate
 from loomcheck.spec.vocabulary import kernel_event_types, refusals
 
@@ -25,7 +25,7 @@ def hostile_names_are_only_names(step: Step, trace: Trace) -> Iterator[Violation
     if not isinstance(step.op, Resume) or step.op.type not in HOSTILE:
         return
     before = final_moment(step.log_before, trace.snapshots.get(step.execution or ""))
-    answered_its_gate = before.status == "suspended" and before.parked_on == step.op.type
+    answered_its_gate = answers_gate(before, step.op.type)
     if step.outcome.ok and not answered_its_gate:
         yield Violation(ID, f"resume with the hostile type {step.op.type[:40]!r} was accepted although the execution was "
                             f"{'parked on ' + repr(before.parked_on) if before.parked_on else before.status}.")

@@ -157,3 +157,31 @@ def condition_of(event: dict[str, JSON]) -> dict[str, JSON]:
     payload = event.get("payload")
     cond = payload.get("condition") if isinstance(payload, dict) else None
     return cond if isinstance(cond, dict) else {}
+
+
+# -- ADR 0117 at the ingress ------------------------------------------------------
+TIMER = "TIMER_FIRED"
+# Refusals of a resume that names the parked gate, judged by the approvals.* predicates.
+BINDING_REFUSALS = ("view-digest-mismatch", "unauthenticated", "park-not-located", "timer-wake-not-system")
+
+
+def timed(moment: Moment) -> bool:
+    return isinstance(moment.condition, dict) and "wakeAt" in moment.condition
+
+
+def answers_gate(moment: Moment, event_type: str) -> bool:
+    """A resume of this type names the gate the execution is parked on: its name, or
+    TIMER_FIRED at a timed park (ADR 0117 D5: a timed gate has two legitimate wakes)."""
+    if moment.status != "suspended":
+        return False
+    return event_type == moment.parked_on or (event_type == TIMER and timed(moment))
+
+
+def timer_wake(moment: Moment, event_type: str) -> bool:
+    return event_type == TIMER and moment.status == "suspended" and timed(moment)
+
+
+def without_grant(events: list[dict[str, JSON]]) -> list[dict[str, JSON]]:
+    """The events an answer appended, without the APPROVAL_GRANTED evidence an
+    authenticator records before it (ADR 0117 D2), which approvals.* judge."""
+    return [e for e in events if e.get("type") != "APPROVAL_GRANTED"]

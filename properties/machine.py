@@ -28,7 +28,20 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from loomcheck.harness.script import Define, Operation, Recover, RecoverAbandoned, Restart, Resume, ResumeAs, Start
+from loomcheck.harness.script import (
+    AdvanceClock,
+    Configure,
+    Define,
+    Operation,
+    Recover,
+    RecoverAbandoned,
+    Restart,
+    Resume,
+    ResumeAs,
+    Start,
+)
+from loomcheck.properties.signing import covers, sign
+from loomcheck.spec.names import TIMER_FIRED
 from loomcheck.spec.names import IN_DOUBT_GATE
 from loomcheck.harness.session import ImplementationFailed, Session
 from loomcheck.properties import strategies as s
@@ -118,6 +131,12 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 raise violation_type(violations[0].invariant)(violations, session.trace.operations)
             return step
 
+        @initialize(config=st.sampled_from(sorted(s.SECURITY_CONFIGS)) | st.none())
+        def configure_security(self, config: str | None) -> None:
+            """How the deployment is composed (ADR 0117 D2, D3): before anything runs."""
+            if "security" in features and config is not None:
+                self.apply(Configure(s.SECURITY_CONFIGS[config]))
+
         @initialize(target=executions, program=s.programs(min_gates=2, features=features, rich=True), input=s.inputs)
         def a_multi_gate_execution(self, program: dict[str, Any], input: Any):
             """Every example has at least one execution with two or more gates to drive."""
@@ -150,6 +169,30 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             parked = self.parked(execution)
             return parked["on"] if parked else None
 
+        def log_of(self, execution: str) -> list[dict[str, Any]]:
+            try:
+                return session.read_log(execution)
+            except ImplementationFailed as failed:
+                raise ImplementationFailedInRun(failed, session.script()) from None
+
+        def park_seq(self, execution: str) -> int:
+            return max((e["seq"] for e in self.log_of(execution) if e.get("type") == "EXECUTION_SUSPENDED"), default=1)
+
+        def approval(self, execution: str, parked: dict[str, Any] | None, gate: str,
+                     payload: Any) -> tuple[Any, dict[str, Any] | None]:
+            """What a well-behaved approver sends: the parked digest echoed and, where an
+            authenticator covers the gate, ann's signature for this park (ADR 0117 D1, D2)."""
+            digest = (parked or {}).get("viewDigest")
+            if digest is not None and gate != TIMER_FIRED:
+                payload = {**payload, "viewDigest": digest} if isinstance(payload, dict) else \
+                    {"value": payload, "viewDigest": digest}
+            if not covers(session.trace.security, gate):
+                return payload, None
+            actor, secret = s.SIGNERS["ann"]
+            proof = sign(gate, payload, actor=actor, secret=secret, exp=session.trace.now + 60_000,
+                         execution=execution, parked_at=self.park_seq(execution))
+            return payload, ({"proof": proof} if proof is not None else None)
+
         def answer_for(self, parked: dict[str, Any], payload: Any, resolution: str) -> Any:
             """At an in-doubt park an operator answers with a verdict for the parked step
             (or, to test the refusal, with something that is not one)."""
@@ -172,7 +215,9 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                     self.apply(Recover(execution))
                     continue
                 answer = self.answer_for(parked, payload, resolution) if parked else payload
-                self.apply(Resume(execution, parked["on"] if parked else "go1", answer))
+                gate = parked["on"] if parked else "go1"
+                answer, options = self.approval(execution, parked, gate, answer)
+                self.apply(Resume(execution, gate, answer, options))
                 if parked is None:
                     break
 
@@ -229,6 +274,59 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
         @supports("recover")
         def recover(self, execution: str) -> None:
             self.apply(Recover(execution))
+
+        @rule(execution=executions, decision=s.approvals, signer=st.sampled_from(sorted(s.SIGNERS)),
+              bound_to=st.sampled_from(("this park", "this park", "another execution", "an earlier park",
+                                        "a later park")),
+              digest=st.sampled_from(("echoed", "echoed", "omitted", "stale")),
+              expiry=st.sampled_from((60_000, 60_000, 0, -1)),
+              principal=st.sampled_from(("none", "none", "the signer", "bob")),
+              tamper=st.sampled_from(("none", "none", "none", "payload", "gate", "discard")))
+        @supports("security")
+        def approve(self, execution: str, decision: dict[str, Any], signer: str, bound_to: str, digest: str,
+                    expiry: int, principal: str, tamper: str) -> None:
+            """An approval as a real approver, a careless one or an attacker sends it: signed by
+            the right, a rotated, a wrong or an unknown key, for this park or another, with or
+            without the digest, expired or not, then perhaps altered in flight (ADR 0117 D1, D2)."""
+            parked = self.parked(execution)
+            gate = parked["on"] if parked else "approve"
+            payload: dict[str, Any] = dict(decision)
+            if digest == "echoed" and parked and parked.get("viewDigest") is not None:
+                payload["viewDigest"] = parked["viewDigest"]
+            elif digest == "stale":
+                payload["viewDigest"] = "v2:" + "0" * 64
+            park = self.park_seq(execution)
+            where = {"this park": (execution, park), "another execution": (execution + "-fork", park),
+                     "an earlier park": (execution, max(1, park - 1)), "a later park": (execution, park + 1)}[bound_to]
+            options: dict[str, Any] = {}
+            if s.SIGNERS[signer] is not None:
+                actor, secret = s.SIGNERS[signer]
+                proof = sign(gate, payload, actor=actor, secret=secret, exp=session.trace.now + expiry,
+                             execution=where[0], parked_at=where[1])
+                if proof is not None:
+                    options["proof"] = proof
+                if principal != "none":
+                    options["principal"] = {"actor": actor if principal == "the signer" else principal}
+            if tamper == "payload":
+                payload = {**payload, "approved": not payload.get("approved")}
+            elif tamper == "gate":
+                gate = "Approve" if gate == "approve" else "approve"
+            elif tamper == "discard":
+                options["discardLegacyAnswers"] = True
+            self.apply(Resume(execution, gate, payload, options or None))
+
+        @rule(ms=st.sampled_from((500, 1_000, 60_000)))
+        @supports("timers")
+        def advance_clock(self, ms: int) -> None:
+            """Time passes; the runtime's timer service wakes what is due (ADR 0117 D5)."""
+            self.apply(AdvanceClock(ms))
+
+        @rule(execution=executions, payload=s.answers)
+        @supports("timers")
+        def wake_a_timer_as_a_caller(self, execution: str, payload: Any) -> None:
+            """A caller's TIMER_FIRED, perhaps carrying {approved: true}: under strict it is
+            refused; otherwise it is a timeout carrying only wakeAt, never an approval (D5)."""
+            self.apply(Resume(execution, TIMER_FIRED, payload))
 
     return GateMachine
 

@@ -8,7 +8,7 @@ from typing import Iterator
 from loomcheck.harness.script import Define, Resume
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import IN_DOUBT, final_moment
+from loomcheck.properties.logview import BINDING_REFUSALS, IN_DOUBT, answers_gate, final_moment, without_grant
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.vocabulary import kernel_event_types, refusals
 
@@ -74,7 +74,7 @@ def other_gates_are_refused(step: Step, trace: Trace) -> Iterator[Violation]:
     if not isinstance(step.op, Resume) or step.op.type in kernel_event_types() or not _exists(step, trace):
         return
     before = _before(step, trace)
-    if before.status == "suspended" and before.parked_on != step.op.type and step.outcome.reason != "gate-mismatch":
+    if before.status == "suspended" and not answers_gate(before, step.op.type) and step.outcome.reason != "gate-mismatch":
         yield Violation("resume.gate-mismatch",
                         f"resume {step.op.type!r} reached an execution parked on {before.parked_on!r} and got "
                         f"{step.outcome.short()}, not refused gate-mismatch.", tuple(_appended(step)))
@@ -85,10 +85,11 @@ def parked_gate_answers_are_recorded(step: Step, trace: Trace) -> Iterator[Viola
     if not isinstance(step.op, Resume) or step.op.type in kernel_event_types() or not _exists(step, trace):
         return
     before = _before(step, trace)
-    if before.status != "suspended" or before.parked_on != step.op.type or before.parked_on == IN_DOUBT:
+    if not answers_gate(before, step.op.type) or before.parked_on == IN_DOUBT:
         return  # an in-doubt park takes a verdict: indoubt.* check those
     if not step.outcome.ok:
-        if step.outcome.reason != "invalid-payload":  # a declared shape may refuse it: typed.* judge that
+        # A declared shape may refuse it (typed.* judge that), and so may the binding (approvals.*).
+        if step.outcome.reason not in ("invalid-payload",) + BINDING_REFUSALS:
             yield Violation("resume.accepted-records-answer",
                             f"resume {step.op.type!r} named the gate the execution is parked on and was refused "
                             f"({step.outcome.reason}: {step.outcome.message}).")
@@ -96,7 +97,7 @@ def parked_gate_answers_are_recorded(step: Step, trace: Trace) -> Iterator[Viola
     from loomcheck.properties.typed import answer_to_record
 
     answer = answer_to_record(step, trace)
-    added = step.log_after[len(step.log_before):]
+    added = without_grant(step.log_after[len(step.log_before):])
     expected = [(step.op.type, answer), ("EXECUTION_RESUMED", answer)]
     got = [(e.get("type"), e.get("payload")) for e in added[:2]]
     if len(got) < 2 or any(g[0] != x[0] or not json_equal(g[1], x[1]) for g, x in zip(got, expected)):

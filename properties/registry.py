@@ -22,7 +22,8 @@ Predicate = Callable[[Step, Trace], Iterable[Violation]]
 PREDICATES: dict[str, Predicate] = {}
 ON_LOAD: set[str] = set()  # predicates that also judge an imported log (the fold's); the rest judge what a kernel wrote
 
-_MODULES = ("gates", "refusals", "folding", "logs", "inputs", "keysafety", "answers", "indoubt", "human", "emits", "typed")
+_MODULES = ("gates", "refusals", "folding", "logs", "inputs", "keysafety", "answers", "indoubt", "human", "emits", "typed",
+            "approvals")
 
 
 def predicate(invariant_id: str, on_load: bool = False) -> Callable[[Predicate], Predicate]:

@@ -18,7 +18,9 @@ HOSTILE_GATES = ("__proto__", "constructor", "__class__", "get", "")
 VERDICTS = ("succeeded", "failed", "retry-fresh")
 NOT_A_VERDICT = "not-a-verdict"  # an answer choice: send the raw payload to an in-doubt park
 ALL_FEATURES = frozenset({"recover", "human-steps", "in-doubt", "parallel", "emit-guard", "input-validation",
-                          "resume-schemas"})
+                          "resume-schemas", "view-digest", "timers"})
+TIMEOUTS = (1_000, 60_000)  # ms: a timed gate or a sleep
+V1_DIGEST = "v1:00c0ffee00c0ffee"  # what a kernel before review round 1 parked with (64-bit FNV)
 APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"approved": {"type": "boolean"}, "approvedBy": {"type": "string", "default": "unknown"}},
@@ -49,6 +51,14 @@ approvals = st.fixed_dictionaries(
     optional={"approvedBy": st.sampled_from(["ann", "bob", 7]), "note": json_leaves},
 )
 answers = payloads | approvals  # what callers resume gates with
+# What a gate shows an approver: JSON with a canonical form (spec/canonical-json.md: integers
+# within ±(2**53 - 1)), so the flow defines; the refused views are the bound-answers corpus's.
+views = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53 - 1), 2**53 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
 gate_names = st.sampled_from(GATE_NAMES) | st.sampled_from(HOSTILE_GATES)
 resume_names = st.sampled_from(GATE_NAMES + HOSTILE_GATES + HUMAN_GATES + ("EXECUTION_RECOVERED", "TIMER_FIRED"))
 kernel_types = st.sampled_from(sorted(kernel_event_types()))
@@ -90,6 +100,7 @@ def programs(draw: st.DrawFn, min_gates: int = 0, features: Iterable[str] = ALL_
     kinds += ["human"] if "human-steps" in has else []
     kinds += ["parallel"] if "parallel" in has else []
     kinds += ["decide"] if "emit-guard" in has else []
+    kinds += ["sleep"] if "timers" in has else []
     chosen = draw(st.lists(st.sampled_from(kinds), max_size=7))
     chosen = ["gate"] * max(0, min_gates - chosen.count("gate")) + chosen
     if rich:
@@ -104,10 +115,9 @@ def programs(draw: st.DrawFn, min_gates: int = 0, features: Iterable[str] = ALL_
     body: list[dict[str, Any]] = []
     for index, kind in enumerate(chosen):
         if kind == "gate":
-            gate: dict[str, Any] = {"op": "suspend", "on": draw(gate_names)}
-            if "human-steps" in has and draw(st.integers(0, 5)) == 0:
-                gate["meta"] = {"stepId": "forged-step", "note": "a caller may not name the parked step"}
-            body += [gate, {"op": "observe"}]
+            body += [draw(gates(has)), {"op": "observe"}]
+        elif kind == "sleep":
+            body += [{"op": "sleep", "ms": draw(st.sampled_from(TIMEOUTS))}, {"op": "observe"}]
         elif kind == "step":
             body.append(draw(effect_steps(f"s{index}", has, counter)))
         elif kind == "guarded-emit":
@@ -150,6 +160,24 @@ def programs(draw: st.DrawFn, min_gates: int = 0, features: Iterable[str] = ALL_
 
 
 @st.composite
+def gates(draw: st.DrawFn, has: frozenset[str]) -> dict[str, Any]:
+    """A suspend: sometimes showing a proposal (its digest recorded, ADR 0117 D1), or
+    declaring an older kernel's v1: digest, or timed (woken by TIMER_FIRED, D5)."""
+    gate: dict[str, Any] = {"op": "suspend", "on": draw(gate_names)}
+    if "human-steps" in has and draw(st.integers(0, 5)) == 0:
+        gate["meta"] = {"stepId": "forged-step", "note": "a caller may not name the parked step"}
+    if "view-digest" in has:
+        shown = draw(st.sampled_from(("none", "none", "view", "view", "v1")))
+        if shown == "view":
+            gate["view"] = draw(views)
+        elif shown == "v1":
+            gate["viewDigest"] = V1_DIGEST
+    if "timers" in has and draw(st.integers(0, 2)) == 0:
+        gate["timeout"] = draw(st.sampled_from(TIMEOUTS))
+    return gate
+
+
+@st.composite
 def effect_steps(draw: st.DrawFn, step_id: str, has: frozenset[str], counter: list[int],
                  crash: bool = False) -> dict[str, Any]:
     step: dict[str, Any] = {"op": "step", "id": step_id, "output": draw(payloads)}
@@ -161,3 +189,33 @@ def effect_steps(draw: st.DrawFn, step_id: str, has: frozenset[str], counter: li
     if "emit-guard" in has and draw(st.integers(0, 3)) == 0:
         step["emits"] = [draw(kernel_emits(counter))]
     return step
+
+
+# -- ADR 0117: who may approve, and how the machine signs --------------------------------
+APPROVERS: dict[str, list[str] | str] = {
+    "ann": ["ann-retired-secret-01", "ann-current-secret-02"],  # key rotation: either verifies
+    "bob": "bob-only-secret-0003",
+}
+AUTHENTICATED_GATES = ["approve", "Approve"]  # a gate and a human step's gate; the others are not-applicable
+AUTHENTICATOR = {"gates": AUTHENTICATED_GATES, "keys": APPROVERS}
+SECURITY_CONFIGS: dict[str, dict[str, Any]] = {
+    "permissive with an authenticator": {"authenticator": AUTHENTICATOR},
+    "strict with an authenticator": {"strict": True, "authenticator": AUTHENTICATOR},
+    "strict, absence acknowledged": {"strict": True, "requireResumeAuthenticator": False},
+    "strict without an authenticator": {"strict": True},                     # refused
+    "a 15-byte secret": {"authenticator": {"gates": AUTHENTICATED_GATES,
+                                           "keys": {"ann": "fifteen-bytes!!"}}},   # refused
+    "an empty secret in a rotation": {"authenticator": {"gates": AUTHENTICATED_GATES,
+                                                        "keys": {"ann": ["ann-current-secret-02", ""]}}},  # refused
+    "a 16-byte secret": {"authenticator": {"gates": AUTHENTICATED_GATES, "keys": {"ann": "sixteen-bytes!!!"},
+                                           "requireActor": False}},
+}
+# (who signs, with which secret): the right keys, a retired one, a wrong one, an unknown actor, or nobody.
+SIGNERS: dict[str, tuple[str, str] | None] = {
+    "ann": ("ann", "ann-current-secret-02"),
+    "ann, retired key": ("ann", "ann-retired-secret-01"),
+    "bob": ("bob", "bob-only-secret-0003"),
+    "ann, wrong key": ("ann", "not-anns-secret-at-all"),
+    "mallory": ("mallory", "mallory-secret-00004"),
+    "nobody": None,
+}

@@ -10,7 +10,7 @@ from loomcheck.harness.script import Resume, ResumeAs
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.answers import fresh
 from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import IN_DOUBT, final_moment, flow_id_of
+from loomcheck.properties.logview import BINDING_REFUSALS, IN_DOUBT, answers_gate, final_moment, flow_id_of, timer_wake, without_grant
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.parsing import Invalid, parse
 from loomcheck.spec.vocabulary import kernel_event_types
@@ -27,8 +27,8 @@ def answer_expected(step: Step, trace: Trace) -> tuple[Any, dict | None] | None:
     if not (step.log_before or snapshot):
         return None
     before = final_moment(step.log_before, snapshot)
-    if before.status != "suspended" or before.parked_on != op.type:
-        return None
+    if not answers_gate(before, op.type) or timer_wake(before, op.type):
+        return None  # a timer's wake is normalised, not parsed (approvals.timer-normalised judges it)
     flow_id = op.flow if isinstance(op, ResumeAs) else flow_id_of(step.log_before, snapshot)
     flow = trace.flows.get(flow_id or "")
     if flow is None:
@@ -43,6 +43,9 @@ def answer_expected(step: Step, trace: Trace) -> tuple[Any, dict | None] | None:
 def answer_to_record(step: Step, trace: Trace) -> Any:
     """The value a conforming kernel records for this resume's answer: the parsed
     value where a schema is declared (ADR 0077), else the payload as sent."""
+    before = final_moment(step.log_before, trace.snapshots.get(step.op.execution))
+    if timer_wake(before, step.op.type):
+        return {"wakeAt": (before.condition or {}).get("wakeAt")}  # ADR 0117 D5
     due = answer_expected(step, trace)
     if due is not None and due[1] is not None and not isinstance(due[0], Invalid):
         return due[0].value
@@ -51,7 +54,7 @@ def answer_to_record(step: Step, trace: Trace) -> Any:
 
 def _recorded_answer(step: Step) -> tuple[dict | None, dict | None]:
     """(the resume-typed event, EXECUTION_RESUMED) this resume appended."""
-    added = fresh(step)
+    added = without_grant(fresh(step))
     if isinstance(step.op, ResumeAs):
         added = added[1:]
     typed = added[0] if added else None
@@ -64,6 +67,8 @@ def parse_violations(step: Step, trace: Trace, invariant: str) -> Iterator[Viola
     if expected is None or expected[1] is None:
         return
     parsed, schema = expected
+    if step.outcome.reason in BINDING_REFUSALS:
+        return  # refused before the shape was looked at: approvals.* judge these
     if isinstance(parsed, Invalid):
         if step.outcome.reason != "invalid-payload":
             yield Violation(invariant, f"{show(step.op.payload, 50)} does not match the declared schema at {parsed.field} "

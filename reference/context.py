@@ -97,6 +97,7 @@ class FlowContext:
         self.passed: list[Passed] = []
         self.observed = 0
         self.points: dict[int, int] = {}  # id(op) -> position among the program's suspend points (set by the interpreter)
+        self.now = 0  # the runtime's clock (ms) when this run began: timed parks wake at now + timeout
 
     # -- answers ---------------------------------------------------------------
     def answers(self) -> list[JSON]:
@@ -118,13 +119,18 @@ class FlowContext:
             return index, answers[index]
         return None
 
-    def suspend(self, on: str, meta: dict[str, JSON] | None = None, point: int | None = None) -> JSON:
+    def suspend(self, on: str, meta: dict[str, JSON] | None = None, point: int | None = None,
+                view_digest: str | None = None, timeout: int | None = None) -> JSON:
         taken = self.take_answer()
         if taken is not None:
             self.passed.append(Passed(taken[0] if point is None else point, on, taken[1]))
             return taken[1]
         condition = {k: v for k, v in (meta or {}).items() if k != "stepId"}  # only the kernel sets stepId
         condition["on"] = on
+        if view_digest is not None:
+            condition["viewDigest"] = view_digest  # ADR 0117 D1: durable and fold-visible, no new event
+        if timeout is not None:
+            condition["wakeAt"] = self.now + timeout  # ADR 0117 D5: the timer's wake carries exactly this
         raise Park(condition)
 
     # -- steps -----------------------------------------------------------------

@@ -17,18 +17,21 @@ from pydantic import ValidationError
 
 from loomcheck import __version__
 from loomcheck.harness.driver import JSON, Hello, Outcome
+from loomcheck.reference.clock import Clock
 from loomcheck.reference.context import FlowContext, World
 from loomcheck.reference.errors import KernelRefusal
 from loomcheck.reference.events import Event, NotJson, to_plain_json
 from loomcheck.reference.fold import HANDLERS, Handler, State, fold
 from loomcheck.reference.runtime import Driven, Runtime
+from loomcheck.reference.security import ResumeOptions, Security, compose
 from loomcheck.reference.stores.base import EventStore, StoreError
 from loomcheck.reference.stores.memory import InMemoryEventStore
 from loomcheck.spec.programs import FlowProgram
 from loomcheck.spec.vocabulary import vocabulary
 
 FEATURES = ["fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
-            "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard"]
+            "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard", "view-digest", "timers",
+            "security"]
 
 
 class ReferenceDriver:
@@ -41,8 +44,10 @@ class ReferenceDriver:
         self.store = self._make_store(store)
         self.handlers = handlers
         self.world = World()  # the outside world effects act on; a crash does not reset it
+        self.clock = Clock()  # the deployment's clock: a restart keeps it
+        self.security = Security()  # the deployment's config: a restart keeps it
         self._make_runtime = lambda: runtime_class(self.store, context_class=context_class, handlers=handlers,
-                                                   world=self.world)
+                                                   world=self.world, clock=self.clock, security=self.security)
         self.runtime = self._make_runtime()
 
     def _make_store(self, store: str | EventStore) -> EventStore:
@@ -64,7 +69,28 @@ class ReferenceDriver:
     def reset(self) -> None:
         self.store.clear()
         self.world.ledger.clear()
+        self.clock = Clock()
+        self.security = Security()
         self.runtime = self._make_runtime()
+
+    def configure(self, config: dict[str, JSON]) -> Outcome:
+        """Compose the runtime with a security config (ADR 0117 D2, D3); flows and
+        executions are kept. Refused, changing nothing, when it cannot compose."""
+        try:
+            security = compose(config if isinstance(config, dict) else {}, self.clock.now)
+        except KernelRefusal as refusal:
+            return Outcome.refused(refusal.error, refusal.reason, refusal.message)
+        self.security = security
+        self.restart()
+        return Outcome.accepted()
+
+    def advance_clock(self, ms: int) -> list[str]:
+        """Move the clock forward; the timer service wakes every due timed park."""
+        self.clock.advance(ms)
+        return self.runtime.fire_timers()
+
+    def parked_at_sequence(self, execution_id: str) -> int | None:
+        return self.runtime.parked_at_sequence(execution_id)
 
     def restart(self) -> None:
         """A process restart: the runtime's memory is gone; the store, the deployed
@@ -76,8 +102,10 @@ class ReferenceDriver:
 
     def define_flow(self, flow_id: str, program: dict[str, JSON]) -> Outcome:
         try:
-            to_plain_json([flow_id, program])  # names a store could not write are refused here, not mid-run
             parsed = FlowProgram.model_validate(program)
+            # Names a store could not write are refused here, not mid-run. A gate's view is
+            # never stored (only its digest is), and canonical JSON has already checked it.
+            to_plain_json([flow_id, {**program, "body": None}, parsed.model_dump(exclude={"body": {"__all__": {"view"}}})])
         except NotJson as exc:
             return Outcome.refused("FlowDefinitionError", "invalid-program", f"not storable JSON: {exc}")
         except ValidationError as exc:
@@ -88,7 +116,11 @@ class ReferenceDriver:
     def start(self, execution_id: str, flow_id: str, input: JSON) -> Outcome:
         return self._refusable(lambda: self.runtime.start(execution_id, flow_id, input))
 
-    def resume(self, execution_id: str, event_type: str, payload: JSON) -> Outcome:
+    def resume(self, execution_id: str, event_type: str, payload: JSON,
+               options: dict[str, JSON] | None = None) -> Outcome:
+        if options:
+            return self._refusable(lambda: self.runtime.resume(execution_id, event_type, payload,
+                                                               ResumeOptions.from_json(options)))
         return self._refusable(lambda: self.runtime.resume(execution_id, event_type, payload))
 
     def recover(self, execution_id: str) -> Outcome:
@@ -97,7 +129,11 @@ class ReferenceDriver:
     def recover_abandoned(self) -> list[str]:
         return self.runtime.recover_abandoned()
 
-    def resume_as(self, execution_id: str, flow_id: str, event_type: str, payload: JSON) -> Outcome:
+    def resume_as(self, execution_id: str, flow_id: str, event_type: str, payload: JSON,
+                  options: dict[str, JSON] | None = None) -> Outcome:
+        if options:
+            return self._refusable(lambda: self.runtime.resume_as(execution_id, flow_id, event_type, payload,
+                                                                  ResumeOptions.from_json(options)))
         return self._refusable(lambda: self.runtime.resume_as(execution_id, flow_id, event_type, payload))
 
     def effects(self, execution_id: str) -> list[dict[str, JSON]]:
@@ -159,7 +195,7 @@ def fold_json(events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None = 
 def _first_error(exc: ValidationError) -> str:
     problem = exc.errors()[0]
     where = ".".join(str(p) for p in problem["loc"]) or "(program)"
-    return f"{where}: {problem['msg']}"
+    return f"{where}: {problem['msg']}"[:300]
 
 
 def memory() -> ReferenceDriver:

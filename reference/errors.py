@@ -45,3 +45,9 @@ class EmitRefusedError(KernelRefusal):
     """Raised inside a flow run; it fails the execution rather than refusing a caller."""
 
     error = "EmitRefusedError"
+
+
+class ConfigError(KernelRefusal):
+    """The runtime refuses to compose: strict without an authenticator, a weak secret (ADR 0117 D2, D3)."""
+
+    error = "ConfigError"

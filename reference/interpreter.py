@@ -15,9 +15,12 @@ from loomcheck.spec.programs import (
     FlowProgram,
     ObserveOp,
     ParallelOp,
+    SleepOp,
     StepOp,
     SuspendOp,
 )
+from loomcheck.spec.canonical import view_digest
+from loomcheck.spec.names import TIMER_FIRED
 
 
 @dataclass(frozen=True)
@@ -25,11 +28,14 @@ class Completed:
     output: JSON
 
 
-def call(ctx: FlowContext, op: StepOp | SuspendOp) -> JSON:
+def call(ctx: FlowContext, op: StepOp | SuspendOp | SleepOp) -> JSON:
     point = ctx.points.get(id(op))  # the suspend point's position in the program, for observe
     if isinstance(op, StepOp):
         return ctx.run(op) if op.kind != "human" else ctx.human(op, point)
-    return ctx.suspend(op.on, op.meta, point)
+    if isinstance(op, SleepOp):
+        return ctx.suspend(TIMER_FIRED, None, point, timeout=op.ms)
+    digest = view_digest(op.view) if op.has_view() else op.viewDigest  # ADR 0117 D1
+    return ctx.suspend(op.on, op.meta, point, view_digest=digest, timeout=op.timeout)
 
 
 def parallel(ctx: FlowContext, op: ParallelOp) -> list[JSON]:
@@ -52,7 +58,7 @@ def run_program(program: FlowProgram, ctx: FlowContext) -> Completed:
     """Run the body from the top. Raises Park when a suspend point has no answer left."""
     ctx.points = {id(op): index for index, op in enumerate(program.suspend_points())}
     for op in program.body:
-        if isinstance(op, (StepOp, SuspendOp)):
+        if isinstance(op, (StepOp, SuspendOp, SleepOp)):
             call(ctx, op)
         elif isinstance(op, ParallelOp):
             parallel(ctx, op)

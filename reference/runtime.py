@@ -13,6 +13,17 @@ Beside the resume-typed event, resume() and resumeAs() record (ADR 0104 D1):
 
 Recovery is the kernel's own resume of a crashed execution: EXECUTION_RECOVERED {}
 and nothing else. A resumeAs also records EXECUTION_MIGRATED first.
+
+The ingress of a resume, in order (each step refuses before anything is appended):
+1. the ingress gate: kernel namespace, parked, the parked gate's name (a timed
+   park is also woken by TIMER_FIRED);
+2. the binding (ADR 0117 D1, D5): a TIMER_FIRED needs the system grant on a
+   strict runtime; any other answer must echo the parked viewDigest;
+3. identity (ADR 0077 D3, ADR 0117 D2): the authenticator, bound to this park;
+4. shape (ADR 0077): the declared resumeSchemas entry; a timer wake is
+   normalised to exactly {wakeAt} instead;
+then APPROVAL_GRANTED {actor, verifiedBy} when an authenticator granted it, the
+resume-typed event and the recording above.
 """
 
 from __future__ import annotations
@@ -29,7 +40,10 @@ from loomcheck.reference.context import (
     indoubt_decision_id,
     is_verdict_for,
 )
+from loomcheck.reference.approvals import Verdict
+from loomcheck.reference.clock import Clock
 from loomcheck.reference.errors import (
+    ConfigError,
     EmitRefusedError,
     FlowDefinitionError,
     InputValidationError,
@@ -40,12 +54,15 @@ from loomcheck.reference.errors import (
 from loomcheck.reference.events import JSON, Event, NotJson, to_plain_json
 from loomcheck.reference.fold import HANDLERS, IN_DOUBT_GATE, TERMINAL, Handler, State, fold
 from loomcheck.reference.interpreter import run_program
+from loomcheck.reference.security import ResumeOptions, Security
 from loomcheck.reference.stores.base import EventStore
+from loomcheck.spec.names import APPROVAL_GRANTED, TIMER_FIRED
 from loomcheck.spec.parsing import Invalid, parse
 from loomcheck.spec.programs import FlowProgram
 from loomcheck.spec.vocabulary import kernel_event_types
 
 RECOVERED = "EXECUTION_RECOVERED"
+PARK_WALK = 64  # ADR 0117 Round 2: the walk back to the park reads ranges of this many events
 
 
 class Appender:
@@ -72,12 +89,15 @@ class Driven:
 
 class Runtime:
     def __init__(self, store: EventStore, *, context_class: Callable[..., FlowContext] = FlowContext,
-                 handlers: Mapping[str, Handler] = HANDLERS, world: World | None = None) -> None:
+                 handlers: Mapping[str, Handler] = HANDLERS, world: World | None = None,
+                 clock: Clock | None = None, security: Security | None = None) -> None:
         self.store = store
         self.flows: dict[str, FlowProgram] = {}
         self.context_class = context_class
         self.handlers = handlers
         self.world = world or World()
+        self.clock = clock or Clock()
+        self.security = security or Security()
 
     # -- flows -----------------------------------------------------------------
     def register(self, flow_id: str, program: FlowProgram) -> None:
@@ -88,13 +108,37 @@ class Runtime:
         return self.store.read(execution_id)
 
     def load(self, execution_id: str) -> tuple[State, list[Event]]:
-        """The folded state (from the snapshot, if any) and the retained events."""
+        """The folded state and the events in hand: those after the snapshot, if any."""
         snapshot = self.store.get_snapshot(execution_id)
-        events = self.store.read(execution_id)
+        events = self.store.read(execution_id, after=snapshot[0] if snapshot else 0)
         base = State.from_json(snapshot[1]) if snapshot else None
         if snapshot and base is not None:
             base.sequence = snapshot[0]
         return fold(events, base, self.handlers), events
+
+    def parked_at_sequence(self, execution_id: str) -> int | None:
+        """The seq of the EXECUTION_SUSPENDED that parked the execution: what an approver signs."""
+        state, events = self.load(execution_id)
+        return self.locate_park(execution_id, events) if state.status == "suspended" else None
+
+    def locate_park(self, execution_id: str, events: list[Event]) -> int | None:
+        """ADR 0117 Round 2: the newest EXECUTION_SUSPENDED among the events in hand, else
+        a walk back from the first of them in PARK_WALK-event range reads. Never the
+        folded tip (denials and parallel siblings trail the park); None when retention
+        removed it."""
+        for event in reversed(events):
+            if event.type == "EXECUTION_SUSPENDED":
+                return event.seq
+        upto = (events[0].seq if events else self.store.next_seq(execution_id)) - 1
+        while upto > 0:
+            window = self.store.read(execution_id, after=max(0, upto - PARK_WALK), upto=upto)
+            if not window:
+                return None  # compacted away
+            for event in reversed(window):
+                if event.type == "EXECUTION_SUSPENDED":
+                    return event.seq
+            upto = window[0].seq - 1
+        return None
 
     def state(self, execution_id: str) -> State:
         return self.load(execution_id)[0]
@@ -125,33 +169,44 @@ class Runtime:
         Appender(self.store, execution_id, 1)("EXECUTION_STARTED", {"flowId": flow_id, "input": value})
         return self.drive(execution_id)
 
-    def resume(self, execution_id: str, event_type: str, payload: JSON) -> Driven:
-        state, _ = self._existing(execution_id)
+    def resume(self, execution_id: str, event_type: str, payload: JSON,
+               options: ResumeOptions | None = None) -> Driven:
+        options = options or ResumeOptions()
+        state, events = self._existing(execution_id)
         self.check_resumable(state, event_type)
         answer = self._plain_payload(payload)
+        self.check_binding(state, event_type, answer, options)
+        grant = self.authenticate(execution_id, state, events, event_type, answer, options)
         self._require_flow(state.flow_id)
-        answer = self.parse_answer(self.flows[state.flow_id or ""], event_type, answer)
+        answer = self.shape_answer(self.flows[state.flow_id or ""], state, event_type, answer)
         self.check_answer(state, answer)
         append = Appender(self.store, execution_id, state.sequence + 1)
+        self.record_grant(append, grant)
         append(event_type, answer)
         self.record_answer(append, state, answer)
         return self.drive(execution_id)
 
-    def resume_as(self, execution_id: str, target_flow: str, event_type: str, payload: JSON) -> Driven:
+    def resume_as(self, execution_id: str, target_flow: str, event_type: str, payload: JSON,
+                  options: ResumeOptions | None = None) -> Driven:
         """Resume onto another flow (new code). Parked: every check resume runs,
         against the RECORDED gate. Crashed or terminal: the kernel namespace only."""
-        state, _ = self._existing(execution_id)
+        options = options or ResumeOptions()
+        state, events = self._existing(execution_id)
         if event_type in kernel_event_types():
             raise ResumeRefusedError("kernel-namespace", f"{event_type} is a kernel event type")
         self._require_flow(target_flow)
         answer = self._plain_payload(payload)
+        grant = None
         if state.status == "suspended":
             self.check_resumable(state, event_type)
+            self.check_binding(state, event_type, answer, options)
+            grant = self.authenticate(execution_id, state, events, event_type, answer, options)
             # ADR 0077 D4: the TARGET flow's declared shape, before EXECUTION_MIGRATED.
-            answer = self.parse_answer(self.flows[target_flow], event_type, answer)
+            answer = self.shape_answer(self.flows[target_flow], state, event_type, answer)
             self.check_answer(state, answer)
         append = Appender(self.store, execution_id, state.sequence + 1)
         append("EXECUTION_MIGRATED", {"fromFlow": state.flow_id, "toFlow": target_flow})
+        self.record_grant(append, grant)
         append(event_type, answer)
         if state.status == "suspended":
             self.record_answer(append, state, answer)
@@ -161,14 +216,61 @@ class Runtime:
         return self.drive(execution_id)
 
     def check_resumable(self, state: State, event_type: str) -> None:
-        """The ingress gate, in order: kernel namespace, parked, the parked gate's name."""
+        """The ingress gate, in order: kernel namespace, parked, the parked gate's name
+        (a timed park is also woken by TIMER_FIRED, ADR 0117 D5)."""
         if event_type in kernel_event_types():
             raise ResumeRefusedError("kernel-namespace", f"{event_type} is a kernel event type")
         parked_on = state.parked_on
         if parked_on is None:
             raise ResumeRefusedError("not-suspended", f"execution is {state.status}, not parked")
-        if event_type != parked_on:
+        timed = "wakeAt" in (state.suspended_on or {})
+        if event_type != parked_on and not (event_type == TIMER_FIRED and timed):
             raise ResumeRefusedError("gate-mismatch", f"execution is parked on {parked_on!r}, not {event_type!r}")
+
+    def check_binding(self, state: State, event_type: str, answer: JSON, options: ResumeOptions) -> None:
+        """After the gate's name: the kernel's wake needs its grant on a strict runtime
+        (ADR 0117 D5); any other answer must echo the parked viewDigest exactly (D1)."""
+        condition = state.suspended_on or {}
+        if event_type == TIMER_FIRED and "wakeAt" in condition:
+            if self.security.strict and not options.system:
+                raise ResumeRefusedError("timer-wake-not-system",
+                                         "a TIMER_FIRED without the runtime's system grant (strict)")
+            return  # the timer's wake is exempt from the digest
+        if "viewDigest" in condition:
+            echoed = answer.get("viewDigest") if isinstance(answer, dict) else None
+            if type(echoed) is not str or echoed != condition["viewDigest"]:
+                raise ResumeRefusedError("view-digest-mismatch",
+                                         "the answer does not echo the viewDigest of the proposal this gate parked on")
+
+    def authenticate(self, execution_id: str, state: State, events: list[Event], event_type: str, answer: JSON,
+                     options: ResumeOptions) -> Verdict | None:
+        """Identity, before shape (ADR 0077 D3): the authenticator sees exactly what the
+        caller sent, bound to the park it answers (ADR 0117 D2)."""
+        authenticator = self.security.authenticator
+        if authenticator is None or not authenticator.applies_to(event_type):
+            return None
+        parked_at = self.locate_park(execution_id, events)
+        if parked_at is None:
+            raise ResumeRefusedError("park-not-located", "the EXECUTION_SUSPENDED this approval answers is no "
+                                                         "longer in the log; an approval is never bound to the tip")
+        context = {"executionId": execution_id, "parkedAtSequence": parked_at, "principal": options.principal}
+        verdict = authenticator.verify(options.event(event_type, answer), context)
+        if verdict.status == "rejected":
+            raise ResumeRefusedError("unauthenticated", f"the approval was rejected: {verdict.reason}")
+        return verdict if verdict.status == "granted" else None
+
+    def shape_answer(self, program: FlowProgram, state: State, event_type: str, answer: JSON) -> JSON:
+        """What is recorded: the timer's wake as exactly {wakeAt} from the parked condition
+        (ADR 0117 D5: no caller field reaches the flow), else the parsed answer (ADR 0077)."""
+        condition = state.suspended_on or {}
+        if event_type == TIMER_FIRED and "wakeAt" in condition:
+            return {"wakeAt": condition["wakeAt"]}
+        return self.parse_answer(program, event_type, answer)
+
+    @staticmethod
+    def record_grant(append: Appender, grant: Verdict | None) -> None:
+        if grant is not None:
+            append(APPROVAL_GRANTED, grant.evidence())  # ADR 0117 D2: who approved, as evidence
 
     @staticmethod
     def parse_answer(program: FlowProgram, event_type: str, answer: JSON) -> JSON:
@@ -223,6 +325,21 @@ class Runtime:
                 recovered.append(execution_id)
         return recovered
 
+    def fire_timers(self) -> list[str]:
+        """The timer service: wake every execution whose timed park is due, with the
+        runtime's system grant (ADR 0117 D5). The ids woken, in store order."""
+        woken = []
+        for execution_id in self.store.executions():
+            state = self.state(execution_id)
+            wake_at = (state.suspended_on or {}).get("wakeAt") if state.status == "suspended" else None
+            if type(wake_at) is int and wake_at <= self.clock.now() and state.flow_id in self.flows:
+                try:
+                    self.resume(execution_id, TIMER_FIRED, None, ResumeOptions(system=True))
+                except KernelRefusal:
+                    continue
+                woken.append(execution_id)
+        return woken
+
     # -- running ---------------------------------------------------------------
     def drive(self, execution_id: str) -> Driven:
         """Run the flow from the top on the folded state until it parks, ends or crashes."""
@@ -230,6 +347,7 @@ class Runtime:
         program = self.flows[state.flow_id or ""]
         append = Appender(self.store, execution_id, state.sequence + 1)
         ctx = self.context_class(state, events, append, self.world, execution_id)
+        ctx.now = self.clock.now()
         try:
             completed = run_program(program, ctx)
         except Park as park:
@@ -263,4 +381,4 @@ class Runtime:
             raise ResumePayloadValidationError("invalid-payload", f"payload is not JSON: {exc}") from None
 
 
-__all__ = ["Runtime", "KernelRefusal", "Driven"]
+__all__ = ["Runtime", "KernelRefusal", "Driven", "ConfigError", "ResumeOptions"]

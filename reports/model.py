@@ -43,6 +43,16 @@ class InvariantRecord(_Model):
     counterexampleOperations: int | None = None
 
 
+class CorpusRecord(_Model):
+    """How many cases a fixed corpus ran, per category, and how many violated an invariant."""
+
+    name: str
+    cases: int = 0
+    perCategory: dict[str, int] = {}
+    violations: int = 0
+    invariants: list[str] = Field(default=[], description="the invariants the corpus judged")
+
+
 class Finding(_Model):
     kind: Literal["implementation-error", "suite-error", "spec-error"]
     message: str
@@ -70,6 +80,7 @@ class Report(_Model):
     complete: bool = False
     summary: Summary = Summary()
     results: list[InvariantRecord] = []
+    corpora: list[CorpusRecord] = []
     findings: list[Finding] = []
 
     def summarise(self) -> None:

@@ -26,12 +26,16 @@ ADRS = ("0056", "0057", "0077", "0104", "0117")
 # Optional driver features; an implementation that does not declare one gets
 # "not-applicable" for every invariant that requires it, never "pass".
 FEATURES = ("fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
-            "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard")
+            "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard", "view-digest", "timers",
+            "security")
 
 # How an invariant is exercised. "stateful": the Hypothesis state machine
 # evaluates its predicate after every operation; "regressions": every committed
-# regression log that names it is replayed; "corpus:<name>": a fixed corpus.
-CHECK_KINDS = ("stateful", "regressions", "corpus:hostile-names")
+# regression log that names it is replayed; "corpus:<name>": a fixed corpus run
+# through the driver; "vectors:<name>": published test vectors in spec/vectors/
+# that loomcheck's own tests run (for the parts of a kernel no driver call reaches).
+CHECK_KINDS = ("stateful", "regressions", "corpus:hostile-names", "corpus:tampering", "corpus:bound-answers",
+               "vectors:view-digest", "vectors:signatures", "vectors:resume-schemas")
 
 InvariantKind = Literal["invariant", "differential", "documented-hazard", "documented-residual"]
 

@@ -4,3 +4,6 @@ IN_DOUBT_GATE = "EffectInDoubtResolved"   # ADR 0104: the park of an in-doubt no
 HUMAN_GATE = "HumanInput"                 # the default gate name of a human step in flow programs
 OBSERVED_EVENT = "loomcheck.observed"      # what the flow-program language's observe emits
 INDOUBT_DECISION_PREFIX = "__loom_indoubt__"
+TIMER_FIRED = "TIMER_FIRED"               # ADR 0117 D5: the kernel's own wake of a timed park
+APPROVAL_GRANTED = "APPROVAL_GRANTED"     # ADR 0117 D2: who approved, recorded before the answer
+CLOCK_START_MS = 1_800_000_000_000        # a driver's clock after reset (ms since the epoch); only advance_clock moves it

@@ -28,6 +28,17 @@ order, from the top, on every run of the flow:
         parks with EXECUTION_SUSPENDED {condition: {on, ...meta}}. "meta" adds
         fields to the condition; a caller-supplied stepId is stripped (only the
         kernel sets it, ADR 0104 D2).
+        Approvals (ADR 0117 D1): "view": <json> is the proposal an approver is
+        shown; the kernel records "viewDigest": "v2:" + SHA-256 of its canonical
+        JSON (spec/canonical-json.md) in the condition, and a resume must echo it
+        as payload.viewDigest. "viewDigest": "<string>" declares a digest verbatim
+        instead (an older kernel's `v1:` one). A view nested deeper than 1024 is
+        refused when the flow is defined.
+        Timed gates (ADR 0117 D5): "timeout": <ms> adds "wakeAt": <clock ms at the
+        park + timeout> to the condition; the gate is then also answered by the
+        kernel's timer, TIMER_FIRED, whose recorded payload is exactly {wakeAt}.
+    {"op": "sleep", "ms": 1000}                       ctx.sleep: a suspend point
+        parked on {on: "TIMER_FIRED", wakeAt}; the timer answers it with {wakeAt}.
     {"op": "observe"}                                 records what each suspend
         point passed since the previous observe returned, as application events
         `loomcheck.observed` {gate: <0-based position of that suspend point among
@@ -37,7 +48,7 @@ order, from the top, on every run of the flow:
     {"op": "decide", "id": "d", "choice": <json>}      ctx.decide: recorded once as
         DECISION_RECORDED {decisionId, choice, source: "flow"}, replayed after;
         a reserved id (`__loom_...`) fails the run (ADR 0104 D1).
-    {"op": "parallel", "branches": [step | suspend, ...]}  ctx.parallel: every
+    {"op": "parallel", "branches": [step | suspend | sleep, ...]}  ctx.parallel: every
         branch is called, in order; suspend points take answers in call order.
         When several branches park, one park is recorded: a human step's (its
         effect throws synchronously) before a suspend's (which rejects a tick
@@ -62,7 +73,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-from loomcheck.spec.names import HUMAN_GATE, IN_DOUBT_GATE, OBSERVED_EVENT  # noqa: F401  (re-exported)
+from loomcheck.spec.names import HUMAN_GATE, IN_DOUBT_GATE, OBSERVED_EVENT, TIMER_FIRED  # noqa: F401  (re-exported)
 
 LANGUAGE = "loomcheck-flow/1"
 
@@ -97,10 +108,49 @@ class StepOp(_Op):
         return self
 
 
+KERNEL_SET = ("stepId", "viewDigest", "wakeAt")  # condition fields only the kernel writes
+
+
 class SuspendOp(_Op):
     op: Literal["suspend"]
     on: str
     meta: dict[str, JsonValue] = {}
+    # The proposal an approver is shown (see has_view()). Typed Any on purpose: pydantic's
+    # JSON validation stops near 255 levels, and ADR 0117 D1 digests views up to 1024 deep;
+    # canonical_json (iterative) is what validates it, below.
+    view: Any = Field(default=None, json_schema_extra={"description": "any JSON value nested at most 1024 deep"})
+    viewDigest: str | None = None   # a digest declared verbatim (say a `v1:` one an older kernel wrote)
+    timeout: int | None = Field(default=None, ge=1)  # ms: a timed gate, woken by TIMER_FIRED at wakeAt
+
+    @model_validator(mode="after")
+    def _one_digest(self) -> "SuspendOp":
+        if self.has_view() and self.viewDigest is not None:
+            raise ValueError("a gate declares either a view (digested by the kernel) or a viewDigest, not both")
+        for key in ("viewDigest", "wakeAt"):
+            if key in self.meta:
+                raise ValueError(f"meta may not set {key}: use the gate's view/viewDigest and timeout fields")
+        if self.has_view():
+            from loomcheck.spec.canonical import CanonicalError, canonical_json
+
+            try:
+                canonical_json(self.view)
+            except CanonicalError as exc:  # ADR 0117 D1: a view nobody can be shown
+                raise ValueError(f"view cannot be digested: {exc}") from None
+        return self
+
+    def has_view(self) -> bool:
+        return "view" in self.model_fields_set
+
+
+class SleepOp(_Op):
+    """ctx.sleep: a suspend point on TIMER_FIRED that only the timer answers."""
+
+    op: Literal["sleep"]
+    ms: int = Field(ge=1)
+
+    @property
+    def on(self) -> str:
+        return TIMER_FIRED
 
 
 class ObserveOp(_Op):
@@ -124,7 +174,7 @@ class DecideOp(_Op):
     choice: JsonValue = None
 
 
-Branch = Annotated[Union[StepOp, SuspendOp], Field(discriminator="op")]
+Branch = Annotated[Union[StepOp, SuspendOp, SleepOp], Field(discriminator="op")]
 
 
 class ParallelOp(_Op):
@@ -132,12 +182,13 @@ class ParallelOp(_Op):
     branches: list[Branch] = Field(min_length=1)
 
 
-Op = Annotated[Union[StepOp, SuspendOp, ObserveOp, EmitOp, CompleteOp, DecideOp, ParallelOp], Field(discriminator="op")]
+Op = Annotated[Union[StepOp, SuspendOp, SleepOp, ObserveOp, EmitOp, CompleteOp, DecideOp, ParallelOp],
+               Field(discriminator="op")]
 
 
 def is_suspend_point(op: object) -> bool:
-    """A call that consumes an answer: ctx.suspend, or a human step (ADR 0104 D1)."""
-    return isinstance(op, SuspendOp) or (isinstance(op, StepOp) and op.kind == "human")
+    """A call that consumes an answer: ctx.suspend, ctx.sleep, or a human step (ADR 0104 D1)."""
+    return isinstance(op, (SuspendOp, SleepOp)) or (isinstance(op, StepOp) and op.kind == "human")
 
 
 class FlowProgram(BaseModel):
@@ -220,6 +271,10 @@ def program_features(program: dict) -> set[str]:
         if isinstance(op, DecideOp):
             needs.add("emit-guard")
     for op in parsed.calls():
+        if isinstance(op, SleepOp) or (isinstance(op, SuspendOp) and op.timeout is not None):
+            needs.add("timers")
+        if isinstance(op, SuspendOp) and (op.has_view() or op.viewDigest is not None):
+            needs.add("view-digest")
         if isinstance(op, StepOp):
             if op.kind == "human":
                 needs.add("human-steps")

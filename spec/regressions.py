@@ -44,11 +44,20 @@ class StartModel(_Model):
     input: JsonValue = None
 
 
+class ResumeOptionsModel(_Model):
+    """What travels with a resume besides its type and payload (ADR 0117 D2)."""
+
+    proof: JsonValue = Field(default=None, description="{actor, exp, signature}: the approver's signature (spec/signing.md)")
+    principal: JsonValue = Field(default=None, description="{actor}: the calling principal, when the call carries one")
+    discardLegacyAnswers: bool = False
+
+
 class ResumeModel(_Model):
     op: Literal["resume"]
     execution: str
     type: str
     payload: JsonValue = None
+    options: ResumeOptionsModel | None = None
 
 
 class ResumeAsModel(_Model):
@@ -57,6 +66,29 @@ class ResumeAsModel(_Model):
     flow: str
     type: str
     payload: JsonValue = None
+    options: ResumeOptionsModel | None = None
+
+
+class AuthenticatorConfigModel(_Model):
+    gates: list[str]
+    keys: dict[str, str | list[str]] = Field(description="actor -> secret, or several secrets (key rotation)")
+    requireActor: bool = True
+
+
+class ConfigureModel(_Model):
+    """Compose the runtime's security (ADR 0117 D2, D3): flows and executions are kept."""
+
+    op: Literal["configure"]
+    strict: bool = False
+    requireResumeAuthenticator: bool = True
+    authenticator: AuthenticatorConfigModel | None = None
+
+
+class AdvanceClockModel(_Model):
+    """Move the runtime's clock forward; its timer service wakes every due timed park (ADR 0117 D5)."""
+
+    op: Literal["advance-clock"]
+    ms: int = Field(ge=0)
 
 
 class RecoverModel(_Model):
@@ -86,11 +118,12 @@ class LoadModel(_Model):
 
 
 OperationModel = Annotated[Union[DefineModel, StartModel, ResumeModel, ResumeAsModel, RecoverModel,
-                                 RecoverAbandonedModel, RestartModel, LoadModel], Field(discriminator="op")]
+                                 RecoverAbandonedModel, RestartModel, LoadModel, ConfigureModel, AdvanceClockModel],
+                           Field(discriminator="op")]
 
 
 class Expectation(_Model):
-    outcomes: list[str] = Field(description='per operation: "ok", "ok:crashed" (the worker died), "ok:[ids]" (recover-abandoned) or "refused:<reason>"')
+    outcomes: list[str] = Field(description='per operation: "ok", "ok:crashed" (the worker died), "ok:[ids]" (recover-abandoned, advance-clock: the executions re-driven or woken) or "refused:<reason>"')
     logs: dict[str, list[EventModel]]
 
 

@@ -56,7 +56,7 @@ class Vocabulary(_Strict):
 class Refusal(_Strict):
     reason: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
     error: Literal["ResumeRefusedError", "ResumePayloadValidationError", "InputValidationError",
-                   "FlowDefinitionError", "StateMigrationError", "FlowCodeMismatchError", "EmitRefusedError"]
+                   "FlowDefinitionError", "StateMigrationError", "FlowCodeMismatchError", "EmitRefusedError", "ConfigError"]
     adr: str | None = Field(default=None, pattern=r"^\d{4}$", description="absent for the kernel model's own refusals")
     decision: str
     description: str

@@ -364,7 +364,10 @@ def test_refusal_table_is_the_spec() -> None:
     assert set(REFUSAL_ERRORS) == {
         "unknown-execution", "kernel-namespace", "not-suspended", "gate-mismatch", "terminal", "invalid-input",
         "unknown-flow", "duplicate-execution", "invalid-payload", "invalid-program", "kernel-type",
-        "invalid-meter", "invalid-quota", "reserved-decision-id", "decision-conflict", "invalid-emit", "not-a-verdict"}
+        "invalid-meter", "invalid-quota", "reserved-decision-id", "decision-conflict", "invalid-emit", "not-a-verdict",
+        # ADR 0117
+        "view-digest-mismatch", "unauthenticated", "park-not-located", "timer-wake-not-system",
+        "strict-needs-authenticator", "weak-secret"}
 
 
 @pytest.mark.parametrize("kernel_type", KERNEL_TYPES)
@@ -813,8 +816,12 @@ def test_state_is_fold_of_log_for_random_programs(data: st.DataObject, flow: dic
             if state["status"] != "suspended":
                 break
             answer = data.draw(payloads, label="answer")
-            ok(driver.resume("x", state["suspendedOn"]["on"], answer))
-            answers.append(to_plain_json(answer))
+            parked = state["suspendedOn"]
+            if "viewDigest" in parked:  # ADR 0117 D1: an approver echoes what it was shown
+                answer = {"value": answer, "viewDigest": parked["viewDigest"]}
+            ok(driver.resume("x", parked["on"], answer))
+            # ADR 0117 D5: a sleep's wake is recorded as exactly {wakeAt}, whatever was sent.
+            answers.append({"wakeAt": parked["wakeAt"]} if parked["on"] == "TIMER_FIRED" else to_plain_json(answer))
         assert driver.read_state("x") == driver.fold(driver.read_log("x"), None)
         for seen in observed(driver, "x"):
             assert seen["value"] == answers[seen["gate"]]

@@ -1,0 +1,231 @@
+"""Tampered approvals for the driver-level fuzzer (ADR 0117 D2): from one validly
+signed resume event, every change a correct authenticator MUST reject.
+
+`tamperings(event, actor=..., secret=..., exp=..., execution_id=...,
+parked_at_sequence=..., other_actor=(name, secret), now=...)` signs `event` with
+the reference `sign_resume` and yields `(category, tampered_event, context)`.
+Deterministic: the same arguments give the same triples in the same order.
+
+The authenticator the triples are presented to must know `actor` (with `secret`)
+and `other_actor`, must list `event["type"]` and every name of
+`event_type_variants(event["type"])` as gates (otherwise an "event-type" triple
+is merely not-applicable; a kernel refuses it anyway, at the gate-name check),
+and must judge time by `now`, which must be before `exp`. Every context carries
+no principal, so `requireActor` does not matter.
+
+Not here, on purpose: an integer exp sent as a float (1.7e12 and 1700000000000
+are one JSON number, and a JavaScript kernel cannot tell them apart), and
+payload numbers re-spelled (1 and 1.0 have one canonical form): neither is a
+change a kernel could be required to see (spec/signing.md).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from loomcheck.reference.approvals import sign_resume
+
+__all__ = ["CATEGORIES", "event_type_variants", "tamperings"]
+
+CATEGORIES = (
+    "event-type", "payload-value", "payload-key-added", "payload-key-removed", "view-digest",
+    "discard-legacy-answers", "actor", "exp", "signature-bitflip", "signature-truncated", "signature-extended",
+    "signature-malformed", "unsigned", "actor-missing", "no-expiry", "expired", "unknown-actor", "wrong-secret",
+    "other-execution", "later-park", "no-park-context",
+)
+
+MAX_LEAVES = 32  # payload leaves changed one at a time, at most
+
+Triple = tuple[str, dict, dict | None]
+
+
+def event_type_variants(event_type: str) -> tuple[str, ...]:
+    """The gate names an "event-type" tampering moves a proof to: near misses and a
+    hostile name, never `event_type` itself."""
+    candidates = (event_type + "s", event_type.swapcase(), "x" + event_type, event_type + "\u200b", "__proto__")
+    seen: list[str] = []
+    for candidate in candidates:
+        if candidate != event_type and candidate not in seen:
+            seen.append(candidate)
+    return tuple(seen)
+
+
+def _changed(value: Any) -> Any:
+    """A JSON value of the same kind that is certainly different (numbers by value,
+    since 1 and 1.0 are one JSON number)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1 if value < 2**53 - 1 else value - 1
+    if isinstance(value, float):
+        return value + 1.0 if value + 1.0 != value else -value if value else 1.0
+    if isinstance(value, str):
+        return value + "x"
+    if isinstance(value, list):
+        return [*value, None]
+    if isinstance(value, dict):
+        return {**value, "tampered": True} if "tampered" not in value else {**value, "tampered": None}
+    return 0  # null
+
+
+def _leaves(value: Any) -> list[tuple[Any, ...]]:
+    """Paths to the leaves (and empty containers) of a JSON value, sorted keys first."""
+    paths: list[tuple[Any, ...]] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    while stack and len(paths) < MAX_LEAVES:
+        path, node = stack.pop()
+        children = (sorted(node.items()) if isinstance(node, dict) else list(enumerate(node))
+                    if isinstance(node, list) else [])
+        if not children:
+            paths.append(path)
+        stack.extend((path + (key,), child) for key, child in reversed(children))
+    return paths
+
+
+def _with(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    copied = copy.deepcopy(value)
+    node = copied
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = new
+    return copied
+
+
+def _flip_bit(signature: str, byte: int, bit: int) -> str:
+    raw = bytearray(bytes.fromhex(signature))
+    raw[byte % len(raw)] ^= 1 << bit
+    return raw.hex()
+
+
+def tamperings(event: dict, *, actor: str, secret: str, exp: int, execution_id: str, parked_at_sequence: int,
+               other_actor: tuple[str, str], now: int) -> Iterator[Triple]:
+    """(category, tampered event, context) triples a correct authenticator must
+    reject; see the module docstring for how it must be configured."""
+    if not exp > now:
+        raise ValueError("exp must be after now: the untampered event must be valid")
+    other_name, other_secret = other_actor
+
+    def sign(base: dict, *, as_actor: str = actor, with_secret: str = secret, until: int = exp) -> dict:
+        return sign_resume(base, actor=as_actor, secret=with_secret, exp=until, execution_id=execution_id,
+                           parked_at_sequence=parked_at_sequence)
+
+    def context(**changes: Any) -> dict:
+        return {"executionId": execution_id, "parkedAtSequence": parked_at_sequence, "principal": None, **changes}
+
+    valid = sign(event)
+    payload = valid.get("payload")
+
+    def after(change: Any = None, *, payload_to: Any = ..., proof: dict | None = None, **fields: Any) -> dict:
+        tampered = copy.deepcopy(valid)
+        if payload_to is not ...:
+            tampered["payload"] = payload_to
+        tampered.update(fields)
+        if proof is not None:
+            tampered["proof"] = {**tampered["proof"], **proof}
+        return tampered
+
+    # ADR 0117 D2: every signed field of the event, changed after signing.
+    for variant in event_type_variants(valid["type"]):
+        yield "event-type", after(type=variant), context()
+
+    for path in _leaves(payload):
+        yield "payload-value", after(payload_to=_with(payload, path, _changed(_at(payload, path)))), context()
+    if not isinstance(payload, dict) or not payload:
+        yield "payload-value", after(payload_to={"approved": True} if payload != {"approved": True} else None), \
+            context()
+
+    if isinstance(payload, dict):
+        for key, value in (("approved", True), ("amount", 1_000_000), ("viewDigest", "v2:" + "0" * 64),
+                           ("__proto__", {"admin": True}), ("", None)):
+            if key not in payload:
+                yield "payload-key-added", after(payload_to={**payload, key: value}), context()
+        for key in sorted(payload):
+            yield "payload-key-removed", after(payload_to={k: v for k, v in payload.items() if k != key}), context()
+
+    digest = payload.get("viewDigest") if isinstance(payload, dict) else None
+    if isinstance(payload, dict) and isinstance(digest, str):
+        for changed in (digest[:-1] + ("0" if digest[-1:] != "0" else "1"), digest.upper(),
+                        "v1:" + digest[3:] if digest.startswith("v2:") else "v2:" + digest[3:], digest + " ", ""):
+            if changed != digest:
+                yield "view-digest", after(payload_to={**payload, "viewDigest": changed}), context()
+        yield "view-digest", after(payload_to={**payload, "viewDigest": None}), context()
+    elif isinstance(payload, dict):
+        yield "view-digest", after(payload_to={**payload, "viewDigest": "v2:" + "0" * 64}), context()
+
+    discard = valid.get("discardLegacyAnswers", False) is True
+    yield "discard-legacy-answers", after(discardLegacyAnswers=not discard), context()
+    if discard:
+        without = after()
+        del without["discardLegacyAnswers"]
+        yield "discard-legacy-answers", without, context()
+
+    yield "actor", after(proof={"actor": other_name}), context()
+    if actor.swapcase() != actor:
+        yield "actor", after(proof={"actor": actor.swapcase()}), context()
+
+    for moved in (exp + 1, exp + 86_400_000, exp - 1 if exp - 1 > now else exp + 2):
+        yield "exp", after(proof={"exp": moved}), context()
+
+    signature = valid["proof"]["signature"]
+    for byte, bit in ((0, 0), (0, 7), (15, 3), (31, 0), (31, 7)):
+        yield "signature-bitflip", after(proof={"signature": _flip_bit(signature, byte, bit)}), context()
+    for length in (len(signature) - 1, len(signature) - 2, len(signature) // 2, 8, 1):
+        yield "signature-truncated", after(proof={"signature": signature[:length]}), context()
+    for extended in (signature + "0", signature + "00", signature * 2, "0" + signature):
+        yield "signature-extended", after(proof={"signature": extended}), context()
+    for malformed in (signature.upper(), "g" + signature[1:], " " + signature[1:], signature[:-1] + "\n",
+                      12345, [signature], {"hex": signature}, True):
+        yield "signature-malformed", after(proof={"signature": malformed}), context()
+
+    yield "unsigned", {k: v for k, v in after().items() if k != "proof"} | {
+        "proof": {"actor": actor, "exp": exp}}, context()
+    for empty in (None, ""):
+        yield "unsigned", after(proof={"signature": empty}), context()
+
+    yield "actor-missing", {k: v for k, v in valid.items() if k != "proof"}, context()
+    yield "actor-missing", after(proof={"actor": None}), context()
+    yield "actor-missing", after(proof={"actor": ""}), context()
+    no_actor = after()
+    del no_actor["proof"]["actor"]
+    yield "actor-missing", no_actor, context()
+    yield "actor-missing", after(proof=None) | {"proof": "not an object"}, context()
+
+    no_exp = after()
+    del no_exp["proof"]["exp"]
+    yield "no-expiry", no_exp, context()
+    for garbage in (None, str(exp), True, [exp], {"ms": exp}):
+        yield "no-expiry", after(proof={"exp": garbage}), context()
+
+    # Signed correctly, but no longer (or never) valid.
+    for until in (now, now - 1, now - 86_400_000, 0):
+        yield "expired", sign(event, until=until), context()
+
+    for stranger in (actor + "-unknown", actor.upper() + "_", "__proto__", "constructor", "__class__", "get"):
+        if stranger not in (actor, other_name):
+            yield "unknown-actor", sign(event, as_actor=stranger), context()
+
+    for wrong in (other_secret, secret + "!", secret[::-1], "an-attacker-guessed-secret"):
+        if wrong != secret and len(wrong.encode("utf-8")) >= 16:
+            yield "wrong-secret", sign(event, with_secret=wrong), context()
+
+    # ADR 0117 D2: one park of one execution.
+    for other in (execution_id + "-fork", execution_id + "/1", execution_id.swapcase(), "x" + execution_id):
+        if other != execution_id:
+            yield "other-execution", copy.deepcopy(valid), context(executionId=other)
+    for later in (parked_at_sequence + 1, parked_at_sequence + 2, parked_at_sequence + 64,
+                  parked_at_sequence + 1_000_000):
+        yield "later-park", copy.deepcopy(valid), context(parkedAtSequence=later)
+
+    for missing in (None, {}, {"executionId": execution_id}, context(parkedAtSequence=None),
+                    context(parkedAtSequence=0), context(executionId=None), context(parkedAtSequence=True)):
+        yield "no-park-context", copy.deepcopy(valid), copy.deepcopy(missing)
+
+
+def _at(value: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        value = value[key]
+    return value

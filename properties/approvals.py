@@ -1,0 +1,330 @@
+"""ADR 0117: approvals bound to what the approver saw (the view digest), to one
+park of one execution and to who approved (the signed authenticator); timer
+wakes that carry only their wakeAt; strict mode that needs an authenticator.
+
+The oracle for signatures is properties/signing.py, written from spec/signing.md;
+the oracle for digests is spec/canonical.py, with its published vectors."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from loomcheck.harness.script import AdvanceClock, Configure, Load, Resume, ResumeAs
+from loomcheck.harness.session import Step, Trace
+from loomcheck.properties.answers import fresh, logs_touched
+from loomcheck.properties.jsonvalues import json_equal, show
+from loomcheck.properties.logview import (
+    Moment,
+    answers_gate,
+    condition_of,
+    final_moment,
+    timer_wake,
+    without_grant,
+)
+from loomcheck.properties.registry import Violation, predicate
+from loomcheck.properties.signing import covers, rejection, weak
+from loomcheck.spec.canonical import view_digest
+from loomcheck.spec.names import APPROVAL_GRANTED, TIMER_FIRED
+from loomcheck.spec.programs import FlowProgram, SleepOp, SuspendOp
+from loomcheck.spec.vocabulary import kernel_event_types
+
+SUSPENDED = "EXECUTION_SUSPENDED"
+
+
+# -- helpers -----------------------------------------------------------------------
+def _before(step: Step, trace: Trace) -> Moment:
+    return final_moment(step.log_before, trace.snapshots.get(step.execution or ""))
+
+
+def _answer(step: Step, trace: Trace) -> Moment | None:
+    """The moment before a resume (or resumeAs) that names the parked gate, not as the
+    timer's wake: the resumes an approver sends. None for anything else."""
+    op = step.op
+    if not isinstance(op, (Resume, ResumeAs)) or op.type in kernel_event_types():
+        return None
+    if not (step.log_before or (step.execution or "") in trace.snapshots):
+        return None
+    before = _before(step, trace)
+    if not answers_gate(before, op.type) or timer_wake(before, op.type):
+        return None
+    return before
+
+
+def _echoes(before: Moment, payload: Any) -> bool:
+    digest = (before.condition or {}).get("viewDigest")
+    echoed = payload.get("viewDigest") if isinstance(payload, dict) else None
+    return digest is None or (type(echoed) is str and echoed == digest)
+
+
+def _park_seq(log: list[dict]) -> int | None:
+    return max((e["seq"] for e in log if e.get("type") == SUSPENDED and isinstance(e.get("seq"), int)), default=None)
+
+
+def _authenticated(step: Step, trace: Trace, before: Moment) -> bool:
+    """The resume reaches the authenticator: its gate is covered and its digest echoes."""
+    return covers(trace.security, step.op.type) and _echoes(before, step.op.payload)
+
+
+def _expected_digests(program: FlowProgram, on: str) -> set[str | None]:
+    found: set[str | None] = set()
+    for op in program.suspend_points():
+        if isinstance(op, SleepOp) and on == TIMER_FIRED:
+            found.add(None)
+        elif isinstance(op, SuspendOp) and op.on == on:
+            found.add(view_digest(op.view) if op.has_view() else op.viewDigest)
+    return found
+
+
+# -- D1: the view digest -------------------------------------------------------------
+@predicate("approvals.digest-recorded")
+def parks_record_the_declared_digest(step: Step, trace: Trace) -> Iterator[Violation]:
+    for execution, before, after in logs_touched(step):
+        program = trace.flow_of(after, execution)
+        if program is None:
+            continue
+        for event in after[len(before):]:
+            if event.get("type") != SUSPENDED:
+                continue
+            condition = condition_of(event)
+            if "stepId" in condition:  # a human step's or an in-doubt park: no proposal of its own
+                expected: set[str | None] = {None}
+            else:
+                expected = _expected_digests(program, str(condition.get("on")))
+            if expected and condition.get("viewDigest") not in expected:
+                want = " or ".join(show(d) for d in sorted(expected, key=str))
+                yield Violation("approvals.digest-recorded",
+                                f"#{event['seq']} parked on {condition.get('on')!r} with viewDigest "
+                                f"{show(condition.get('viewDigest'))}; the gate declares {want} (spec/canonical-json.md: "
+                                f"v2: + SHA-256 of the view's canonical JSON).", (event["seq"],))
+                return
+
+
+@predicate("approvals.digest-echoed")
+def resumes_echo_the_digest(step: Step, trace: Trace) -> Iterator[Violation]:
+    before = _answer(step, trace)
+    if before is None:
+        return
+    digest = (before.condition or {}).get("viewDigest")
+    if _echoes(before, step.op.payload):
+        if step.outcome.reason == "view-digest-mismatch":
+            what = f"echoes {digest!r} exactly" if digest is not None else "answers a gate that declares no viewDigest"
+            yield Violation("approvals.digest-echoed", f"resume {step.op.type!r} {what}, yet it was refused "
+                                                       f"view-digest-mismatch.")
+        return
+    allowed = ("view-digest-mismatch", "unknown-flow") if isinstance(step.op, ResumeAs) else ("view-digest-mismatch",)
+    if step.outcome.reason not in allowed:
+        echoed = step.op.payload.get("viewDigest") if isinstance(step.op.payload, dict) else None
+        yield Violation("approvals.digest-echoed",
+                        f"the gate {step.op.type!r} parked with viewDigest {digest!r}; the resume echoed "
+                        f"{show(echoed, 30)} and got {step.outcome.short()}, not refused view-digest-mismatch "
+                        f"before the append (ADR 0117 D1).", tuple(e.get("seq") for e in fresh(step)[:3]))
+
+
+# -- D2: the signed authenticator ----------------------------------------------------
+@predicate("approvals.signature-bound")
+def approvals_hold_for_one_park(step: Step, trace: Trace) -> Iterator[Violation]:
+    before = _answer(step, trace)
+    if before is None or not _authenticated(step, trace, before):
+        return
+    parked_at = _park_seq(step.log_before)
+    if parked_at is None:
+        return  # retention removed the park: approvals.park-located judges that
+    op = step.op
+    why = rejection(trace.security, trace.now, op.type, op.payload, op.options, op.execution, parked_at)
+    if why is not None and step.outcome.reason != "unauthenticated":
+        yield Violation("approvals.signature-bound",
+                        f"the approval of {op.type!r} must be rejected ({why}: the proof is checked for execution "
+                        f"{op.execution!r}, park #{parked_at}, clock {trace.now}), yet it got {step.outcome.short()}, "
+                        f"not refused unauthenticated.", tuple(e.get("seq") for e in fresh(step)[:3]))
+    elif why is None and step.outcome.reason == "unauthenticated":
+        yield Violation("approvals.signature-bound",
+                        f"the approval of {op.type!r} carries a valid proof by {op.options['proof']['actor']!r} for "
+                        f"execution {op.execution!r}, park #{parked_at}, yet it was refused unauthenticated "
+                        f"({step.outcome.message[:80]}).")
+
+
+@predicate("approvals.granted-evidence")
+def grants_record_who_approved(step: Step, trace: Trace) -> Iterator[Violation]:
+    before = _answer(step, trace) if step.outcome.ok else None
+    expected_actor = None
+    if before is not None and covers(trace.security, step.op.type):
+        proof = (step.op.options or {}).get("proof")
+        expected_actor = proof.get("actor") if isinstance(proof, dict) else None
+    for execution, old, new in logs_touched(step):
+        added = new[len(old):]
+        grants = [e for e in added if e.get("type") == APPROVAL_GRANTED]
+        if expected_actor is None or execution != step.execution:
+            if grants:
+                yield Violation("approvals.granted-evidence",
+                                f"#{grants[0].get('seq')} APPROVAL_GRANTED {show(grants[0].get('payload'), 50)} was "
+                                f"recorded by {step.op.op}, which no authenticator granted.", (grants[0].get("seq"),))
+                return
+            continue
+        payload = grants[0].get("payload") if len(grants) == 1 else None
+        typed = next((e for e in added if e.get("type") == step.op.type), None)
+        good = (isinstance(payload, dict) and payload.get("actor") == expected_actor
+                and isinstance(payload.get("verifiedBy"), str) and payload["verifiedBy"] != ""
+                and typed is not None and grants[0]["seq"] < typed["seq"])
+        if not good:
+            shown = ", ".join(f"#{e.get('seq')} {e.get('type')} {show(e.get('payload'), 40)}" for e in added[:4])
+            yield Violation("approvals.granted-evidence",
+                            f"the approval of {step.op.type!r} by {expected_actor!r} was accepted; it must record "
+                            f"APPROVAL_GRANTED {{actor: {expected_actor!r}, verifiedBy}} before the answer, and the log "
+                            f"recorded {shown or 'nothing'}.", tuple(e.get("seq") for e in added[:4]))
+            return
+
+
+@predicate("approvals.weak-secret")
+def weak_secrets_are_refused(step: Step, trace: Trace) -> Iterator[Violation]:
+    if not isinstance(step.op, Configure):
+        return
+    spec = step.op.config.get("authenticator")
+    if not isinstance(spec, dict):
+        return
+    if weak(spec.get("keys")) and step.outcome.reason != "weak-secret":
+        yield Violation("approvals.weak-secret",
+                        f"an authenticator with a key under 16 bytes ({show(spec.get('keys'), 60)}) got "
+                        f"{step.outcome.short()}, not refused weak-secret (ADR 0117 D2).")
+    elif not weak(spec.get("keys")) and step.outcome.reason == "weak-secret":
+        yield Violation("approvals.weak-secret", f"every key is 16 bytes or longer ({show(spec.get('keys'), 60)}), "
+                                                 f"yet the configuration was refused weak-secret.")
+
+
+@predicate("approvals.strict-needs-authenticator")
+def strict_needs_an_authenticator(step: Step, trace: Trace) -> Iterator[Violation]:
+    if not isinstance(step.op, Configure) or step.op.config.get("strict") is not True:
+        return
+    if step.op.config.get("authenticator") is not None:
+        return
+    acknowledged = step.op.config.get("requireResumeAuthenticator") is False
+    if not acknowledged and step.outcome.reason != "strict-needs-authenticator":
+        yield Violation("approvals.strict-needs-authenticator",
+                        f"strict without an authenticator, unacknowledged, got {step.outcome.short()}, not refused "
+                        f"strict-needs-authenticator (ADR 0117 D3).")
+    elif acknowledged and not step.outcome.ok:
+        yield Violation("approvals.strict-needs-authenticator",
+                        f"strict with requireResumeAuthenticator: false acknowledges the missing authenticator, yet "
+                        f"the configuration was refused {step.outcome.reason}.")
+
+
+# -- Round 2: locating the park ------------------------------------------------------
+@predicate("approvals.park-located", on_load=True)
+def the_park_is_located(step: Step, trace: Trace) -> Iterator[Violation]:
+    if "security" in trace.features and (step.state_after or {}).get("status") == "suspended":
+        expected = _park_seq(step.log_after)
+        if step.parked_at != expected:
+            tip = (step.log_after[-1].get("seq") if step.log_after else None)
+            yield Violation("approvals.park-located",
+                            f"{step.execution} is parked at #{expected} (its newest EXECUTION_SUSPENDED), but the kernel "
+                            f"reports parkedAtSequence {step.parked_at}" + (" — the tip, not the park" if step.parked_at == tip
+                                                                            else "") + ".", (expected,) if expected else ())
+            return
+    before = _answer(step, trace)
+    if before is None or not _authenticated(step, trace, before) or _park_seq(step.log_before) is not None:
+        return
+    if step.outcome.reason != "park-not-located":
+        yield Violation("approvals.park-located",
+                        f"{step.execution}'s EXECUTION_SUSPENDED is no longer in its log, so the approval of "
+                        f"{step.op.type!r} cannot be bound to its park; it got {step.outcome.short()}, not refused "
+                        f"park-not-located (the tip is never bound).")
+
+
+# -- D5: timers ------------------------------------------------------------------------
+def _timer_records(execution: str, before_log: list[dict], after_log: list[dict], wake_at: Any,
+                   skip_migration: bool) -> Iterator[Violation]:
+    added = without_grant(after_log[len(before_log):])
+    if skip_migration and added and added[0].get("type") == "EXECUTION_MIGRATED":
+        added = added[1:]
+    expected = {"wakeAt": wake_at}
+    got = [(e.get("type"), e.get("payload")) for e in added[:2]]
+    if got[:1] != [(TIMER_FIRED, got[0][1] if got else None)] or len(got) < 2 or got[1][0] != "EXECUTION_RESUMED" \
+            or not all(json_equal(p, expected) for _, p in got):
+        shown = ", ".join(f"#{e.get('seq')} {e.get('type')} {show(e.get('payload'), 40)}" for e in added[:2])
+        yield Violation("approvals.timer-normalised",
+                        f"the timer's wake of {execution} must be recorded as TIMER_FIRED then EXECUTION_RESUMED, both "
+                        f"exactly {show(expected)} from the parked condition; the log recorded {shown or 'nothing'}.",
+                        tuple(e.get("seq") for e in added[:2]))
+
+
+@predicate("approvals.timer-normalised")
+def timer_wakes_carry_only_wake_at(step: Step, trace: Trace) -> Iterator[Violation]:
+    op = step.op
+    if isinstance(op, AdvanceClock):
+        for execution, before_log, after_log in logs_touched(step):
+            if len(after_log) > len(before_log):
+                moment = final_moment(before_log, trace.snapshots.get(execution))
+                if moment.status == "suspended" and "wakeAt" in (moment.condition or {}):
+                    yield from _timer_records(execution, before_log, after_log, moment.condition["wakeAt"], False)
+        return
+    if not isinstance(op, (Resume, ResumeAs)) or not step.outcome.ok or not step.log_before:
+        return
+    before = _before(step, trace)
+    if timer_wake(before, op.type):
+        yield from _timer_records(op.execution, step.log_before, step.log_after, before.condition["wakeAt"],
+                                  isinstance(op, ResumeAs))
+
+
+@predicate("approvals.timer-system-only")
+def callers_do_not_wake_timers_under_strict(step: Step, trace: Trace) -> Iterator[Violation]:
+    op = step.op
+    if not isinstance(op, (Resume, ResumeAs)) or trace.security.get("strict") is not True or not step.log_before:
+        return
+    if timer_wake(_before(step, trace), op.type) and step.outcome.reason != "timer-wake-not-system":
+        yield Violation("approvals.timer-system-only",
+                        f"on a strict runtime a caller's TIMER_FIRED {show(op.payload, 40)} got {step.outcome.short()}, "
+                        f"not refused timer-wake-not-system (ADR 0117 D5).", tuple(e.get("seq") for e in fresh(step)[:3]))
+
+
+@predicate("approvals.timer-fires")
+def due_timers_wake(step: Step, trace: Trace) -> Iterator[Violation]:
+    if not isinstance(step.op, AdvanceClock):
+        return
+    for execution, before_log, after_log in logs_touched(step):
+        moment = final_moment(before_log, trace.snapshots.get(execution))
+        wake_at = (moment.condition or {}).get("wakeAt") if moment.status == "suspended" else None
+        due = type(wake_at) is int and wake_at <= trace.now and trace.flow_of(before_log, execution) is not None
+        added = after_log[len(before_log):]
+        if due and (not added or added[0].get("type") != TIMER_FIRED):
+            yield Violation("approvals.timer-fires",
+                            f"{execution} was parked on {moment.parked_on!r} until {wake_at}; the clock reads {trace.now}, "
+                            f"and its timer did not wake it (its log " +
+                            (f"gained #{added[0].get('seq')} {added[0].get('type')}" if added else "is unchanged") + ").")
+            return
+        if not due and added:
+            yield Violation("approvals.timer-fires",
+                            f"{execution} was not due (parked on {moment.parked_on!r}, wakeAt {wake_at}, clock "
+                            f"{trace.now}), yet advancing the clock appended #{added[0].get('seq')} {added[0].get('type')}.",
+                            (added[0].get("seq"),))
+            return
+
+
+# -- ADR 0077 D3 and D5 ----------------------------------------------------------------
+@predicate("typed.identity-before-shape")
+def identity_before_shape(step: Step, trace: Trace) -> Iterator[Violation]:
+    before = _answer(step, trace)
+    if before is None or not _authenticated(step, trace, before) or step.outcome.reason != "invalid-payload":
+        return
+    parked_at = _park_seq(step.log_before)
+    op = step.op
+    why = rejection(trace.security, trace.now, op.type, op.payload, op.options, op.execution, parked_at) \
+        if parked_at is not None else "park-not-located"
+    if why is not None:
+        yield Violation("typed.identity-before-shape",
+                        f"the approval of {op.type!r} is not authenticated ({why}), yet it was refused invalid-payload "
+                        f"({step.outcome.message[:60]}): the error told an unauthenticated caller the gate's contract.")
+
+
+@predicate("typed.rehydration-not-validated", on_load=True)
+def imported_logs_are_kept_as_written(step: Step, trace: Trace) -> Iterator[Violation]:
+    if not isinstance(step.op, Load) or not step.outcome.ok:
+        return
+    for given, stored in zip(step.op.events, step.log_after):
+        if given.get("type") != stored.get("type") or not json_equal(given.get("payload"), stored.get("payload")):
+            yield Violation("typed.rehydration-not-validated",
+                            f"the imported #{stored.get('seq')} {given.get('type')} {show(given.get('payload'), 40)} was "
+                            f"stored as {stored.get('type')} {show(stored.get('payload'), 40)}: rehydration must not "
+                            f"re-parse what resume() already parsed (ADR 0077 D5).", (stored.get("seq"),))
+            return
+    if len(step.log_after) != len(step.op.events):
+        yield Violation("typed.rehydration-not-validated",
+                        f"{len(step.op.events)} events were imported and the log holds {len(step.log_after)}.")

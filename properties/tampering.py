@@ -1,0 +1,124 @@
+"""The signature-tampering corpus (ADR 0117 D2), through the driver.
+
+One execution is parked at a gate the authenticator covers. A validly signed
+approval for that park is altered in every way fuzz/tampering.py knows (each
+signed field on its own, the signature's bytes, the proof's shape, the key, the
+expiry) and each variant is sent as a resume: every one must be refused, and
+nothing appended. Two scenarios follow, which need more than one park: the same
+signed approval presented at a fork (another execution parked identically) and
+replayed at a later park of the same gate; and last, the untampered approval is
+accepted, without which the refusals would prove nothing."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from loomcheck.fuzz.tampering import tamperings
+from loomcheck.harness.script import Configure, Define, Resume, Start
+from loomcheck.harness.session import ImplementationFailed, Session, Step
+from loomcheck.properties.keysafety import CorpusResult
+from loomcheck.properties.registry import Violation, check_step
+from loomcheck.properties.signing import sign
+
+ID = "approvals.signature-bound"
+ACTOR, SECRET = "ann", "ann-approver-secret-0001"
+OTHER = ("bob", "bob-approver-secret-0002")
+GATE = "approve"
+FLOW = {"body": [{"op": "suspend", "on": GATE, "view": {"pay": 120, "to": "acct-7"}}, {"op": "observe"},
+                 {"op": "suspend", "on": GATE, "view": {"pay": 120, "to": "acct-7"}}, {"op": "observe"},
+                 {"op": "complete", "output": "paid"}]}
+DECISION = {"approved": True, "note": "looks right"}
+CHECKED = (ID, "approvals.digest-echoed", "approvals.granted-evidence", "refusal.append-nothing",
+           "refusal.typed-reason")
+
+
+def config() -> dict[str, Any]:
+    return {"authenticator": {"gates": [GATE], "keys": {ACTOR: SECRET, OTHER[0]: OTHER[1]}}}
+
+
+def run_tampering(session: Session, invariant_ids: tuple[str, ...] = (ID,)) -> CorpusResult:
+    result = CorpusResult()
+    try:
+        _run(session, result)
+    except ImplementationFailed as failed:
+        result.violations.append(Violation(ID, f"the implementation failed during the tampering corpus: {failed}"))
+    result.violations = [v for v in result.violations if v.invariant in invariant_ids or v.invariant not in CHECKED]
+    return result
+
+
+def _setup(session: Session, *executions: str) -> None:
+    session.reset()
+    session.apply(Configure(config()))
+    session.apply(Define("f", FLOW))
+    for execution in executions:
+        session.apply(Start(execution, "f", None))
+
+
+def _park(session: Session, execution: str) -> tuple[int, str]:
+    log = session.read_log(execution)
+    park = max((e["seq"] for e in log if e.get("type") == "EXECUTION_SUSPENDED"), default=1)
+    state = session.read_state(execution)
+    return park, str(((state.get("suspendedOn") or {}).get("viewDigest")))
+
+
+def _send(session: Session, execution: str, event: dict[str, Any]) -> Step:
+    options = {k: event[k] for k in ("proof", "discardLegacyAnswers") if k in event}
+    return session.apply(Resume(execution, event.get("type"), event.get("payload"), options or None))
+
+
+def _judge(session: Session, step: Step, label: str, must_refuse: bool) -> Iterator[Violation]:
+    for violation in check_step(step, session.trace, CHECKED):
+        yield Violation(violation.invariant, f"{label}: {violation.message}", violation.events)
+    if must_refuse and step.outcome.ok:
+        yield Violation(ID, f"{label}: a tampered approval was accepted (the log gained "
+                            f"{len(step.log_after) - len(step.log_before)} events).")
+    if not must_refuse and not step.outcome.ok:
+        yield Violation(ID, f"{label}: the untampered approval was refused ({step.outcome.reason}: "
+                            f"{step.outcome.message[:80]}), so the refusals above prove nothing.")
+
+
+def _run(session: Session, result: CorpusResult) -> None:
+    _setup(session, "x")
+    park, digest = _park(session, "x")
+    event = {"type": GATE, "payload": {**DECISION, "viewDigest": digest}}
+    exp = session.trace.now + 3_600_000
+    for number, (category, tampered, context) in enumerate(tamperings(
+            event, actor=ACTOR, secret=SECRET, exp=exp, execution_id="x", parked_at_sequence=park,
+            other_actor=OTHER, now=session.trace.now)):
+        if not isinstance(context, dict) or not isinstance(context.get("executionId"), str) \
+                or type(context.get("parkedAtSequence")) is not int or context["parkedAtSequence"] < 1:
+            continue  # a kernel always supplies the park: "no context" is the authenticator kit's case
+        if (context["executionId"], context["parkedAtSequence"]) != ("x", park):
+            # Signed for another park, presented at this one (the same test, seen from the park).
+            proof = sign(GATE, tampered["payload"], actor=ACTOR, secret=SECRET, exp=exp,
+                         execution=context["executionId"], parked_at=context["parkedAtSequence"])
+            tampered = {**tampered, "proof": proof}
+        result.cases += 1
+        result.per_category[category] = result.per_category.get(category, 0) + 1
+        step = _send(session, "x", tampered)
+        found = list(_judge(session, step, f"{category}[{number}]", must_refuse=True))
+        if found and not result.violations:
+            result.operations = session.script()
+        result.violations.extend(found)
+        if step.outcome.ok:
+            _setup(session, "x")  # the execution moved on: park it again for the next variant
+    _scenarios(session, result, exp)
+
+
+def _scenarios(session: Session, result: CorpusResult, exp: int) -> None:
+    # A fork copies the parent's park but has its own id (ADR 0117 D2).
+    _setup(session, "x", "x-fork")
+    park, digest = _park(session, "x")
+    payload = {**DECISION, "viewDigest": digest}
+    proof = sign(GATE, payload, actor=ACTOR, secret=SECRET, exp=exp, execution="x", parked_at=park)
+    cases = [("fork", "x-fork", True), ("valid", "x", False),
+             # the same signed approval, replayed at the second park of the same gate (a loop)
+             ("later-park-replay", "x", True)]
+    for category, execution, must_refuse in cases:
+        result.cases += 1
+        result.per_category[category] = result.per_category.get(category, 0) + 1
+        step = _send(session, execution, {"type": GATE, "payload": payload, "proof": proof})
+        found = list(_judge(session, step, category, must_refuse))
+        if found and not result.violations:
+            result.operations = session.script()
+        result.violations.extend(found)

@@ -1,0 +1,233 @@
+"""The authenticator kit against the reference, and the kit checked too: seeded
+faulty authenticators (each the reference with one fault) fail exactly the cases
+they should, and every tampering the fuzzer generates is rejected by the
+reference and accepted by some faulty one."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from loomcheck.fuzz.tampering import CATEGORIES, event_type_variants, tamperings
+from loomcheck.kits.authenticators import CASES, AuthenticatorConformance, run_battery
+from loomcheck.reference.approvals import PURPOSE, SignedResumeAuthenticator, _Rejected, signing_input
+from loomcheck.spec.canonical import canonical_json
+
+
+def reference(**options: Any) -> SignedResumeAuthenticator:
+    return SignedResumeAuthenticator(**options)
+
+
+class TestSignedResumeAuthenticator(AuthenticatorConformance):
+    def make_authenticator(self, *, gates: list[str], keys: Any, now: Any, authorize: Any = None,
+                           require_actor: bool = True) -> Any:
+        return SignedResumeAuthenticator(gates=gates, keys=keys, now=now, authorize=authorize,
+                                         require_actor=require_actor)
+
+
+def test_the_reference_passes_run_battery() -> None:
+    results = run_battery(reference)
+    assert [name for name, _, _ in results] == [case.name for case in CASES]
+    assert [(name, detail) for name, passed, detail in results if not passed] == []
+
+
+def test_one_test_method_per_case_with_its_rule() -> None:
+    for case in CASES:
+        method = getattr(AuthenticatorConformance, "test_" + case.name.replace("-", "_"))
+        assert method.__doc__ == case.rule and "D2" in case.rule
+
+
+# --------------------------------------------- another implementation's reasons
+
+
+class Renamed:
+    """The reference behind another SPI spelling: dict verdicts, its own reason strings."""
+
+    def __init__(self, **options: Any) -> None:
+        self.inner = SignedResumeAuthenticator(**options)
+
+    def applies_to(self, event_type: Any) -> bool:
+        return self.inner.applies_to(event_type)
+
+    def verify(self, event: Any, context: Any = None) -> dict[str, Any]:
+        verdict = self.inner.verify(event, context)
+        return {"status": verdict.status, "reason": verdict.reason and "E_" + verdict.reason.upper(),
+                "actor": verdict.actor, "verifiedBy": "renamed"}
+
+
+class TestRenamedReasons(AuthenticatorConformance):
+    """exact_reasons = False: statuses only, as a third party with its own reasons would run it."""
+
+    exact_reasons = False
+
+    def make_authenticator(self, **options: Any) -> Any:
+        return Renamed(**options)
+
+
+def test_exact_reasons_catches_renamed_reasons() -> None:
+    assert all(passed for _, passed, _ in run_battery(Renamed, exact_reasons=False))
+    failed = {name for name, passed, _ in run_battery(Renamed) if not passed}
+    assert "valid-approval-granted" in failed and "expired" in failed and "no-proof" in failed
+
+
+# ------------------------------------------------------- seeded faulty ones
+
+
+def unbound_input(event: dict, *, actor: str, exp: int, **_park: Any) -> bytes:
+    return canonical_json({"purpose": PURPOSE, "eventType": event["type"], "payload": event.get("payload"),
+                           "discardLegacyAnswers": event.get("discardLegacyAnswers", False), "actor": actor,
+                           "exp": exp}).encode("utf-8")
+
+
+def unbound_sign(event: dict, *, actor: str, secret: str | bytes, exp: int, execution_id: str,
+                 parked_at_sequence: int) -> dict:
+    key = secret.encode() if isinstance(secret, str) else secret
+    signature = hmac.new(key, unbound_input(event, actor=actor, exp=exp), hashlib.sha256).hexdigest()
+    return {**event, "proof": {"actor": actor, "exp": exp, "signature": signature}}
+
+
+class ParkBlind(SignedResumeAuthenticator):
+    """Signs and verifies without executionId/parkedAtSequence (still demands a context)."""
+
+    @staticmethod
+    def _signature_holds(event: Any, signature: Any, secrets: tuple[bytes, ...], **signed: Any) -> bool:
+        try:
+            message = unbound_input(event, actor=signed["actor"], exp=signed["exp"])
+        except Exception:
+            return False
+        return isinstance(signature, str) and any(
+            hmac.compare_digest(hmac.new(s, message, hashlib.sha256).hexdigest(), signature) for s in secrets)
+
+
+class AcceptsWeakSecrets(SignedResumeAuthenticator):
+    """Takes any secret, however short, from a record or a function."""
+
+    def __init__(self, *, keys: Any, **options: Any) -> None:
+        super().__init__(keys=lambda actor: None, **options)
+        self._keys = keys
+
+    def _secrets_of(self, actor: str) -> tuple[bytes, ...]:
+        material = self._keys.get(actor) if isinstance(self._keys, Mapping) else self._keys(actor)
+        if not material:
+            raise _Rejected("unknown-actor")
+        items = [material] if isinstance(material, (str, bytes)) else list(material)
+        return tuple(s.encode() if isinstance(s, str) else s for s in items)
+
+
+class NoExpiry(SignedResumeAuthenticator):
+    """Never looks at exp."""
+
+    def _expired(self, exp: int) -> bool:
+        return False
+
+
+class PrefixCompare(SignedResumeAuthenticator):
+    """Compares the first 16 hex digits with ==: truncated or altered signatures slip through."""
+
+    @staticmethod
+    def _signature_holds(event: Any, signature: Any, secrets: tuple[bytes, ...], **signed: Any) -> bool:
+        try:
+            message = signing_input(event, **signed)
+        except (TypeError, ValueError):
+            return False
+        return isinstance(signature, str) and any(
+            hmac.new(s, message, hashlib.sha256).hexdigest()[:16] == signature[:16] for s in secrets)
+
+
+class SkipsActorCheck(SignedResumeAuthenticator):
+    """Ignores the calling principal, whatever requireActor says."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**{**options, "require_actor": False})
+
+
+FAULTY: dict[str, tuple[Any, Any, set[str]]] = {
+    "ignores the park binding": (ParkBlind, unbound_sign, {"other-execution", "later-park"}),
+    "accepts a 15-byte secret": (AcceptsWeakSecrets, None, {"weak-secret-record", "weak-secret-function",
+                                                             "empty-secret"}),
+    "does not check exp": (NoExpiry, None, {"expired", "expiry-at-verify-time"}),
+    "compares a prefix with ==": (PrefixCompare, None, {"tampered-signature"}),
+    "skips the actor check": (SkipsActorCheck, None, {"actor-mismatch"}),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTY))
+def test_the_battery_catches_a_faulty_authenticator(fault: str) -> None:
+    make, sign, expected = FAULTY[fault]
+    results = run_battery(make, sign)
+    failed = {name for name, passed, _ in results if not passed}
+    assert failed == expected, f"{fault}: failed {sorted(failed)}, expected {sorted(expected)}"
+    for name, passed, detail in results:
+        assert passed or detail, f"{name} failed without saying why"
+
+
+# ---------------------------------------------------------------- tampering
+
+ACTOR, SECRET = "alice", "alice-secret-0123456789"
+OTHER = ("bob", "bob-secret-9876543210-xyz")
+NOW = 1_800_000_000_000
+ARGUMENTS: dict[str, Any] = {"actor": ACTOR, "secret": SECRET, "exp": NOW + 300_000, "execution_id": "exec-9",
+                             "parked_at_sequence": 11, "other_actor": OTHER, "now": NOW}
+EVENTS = [
+    {"type": "ToolApproval", "payload": {"approved": True, "note": "ok", "edits": [{"op": "x"}, 2.5],
+                                         "viewDigest": "v2:" + "9a" * 32}},
+    {"type": "Approval", "payload": {"approved": False}, "discardLegacyAnswers": True},
+    {"type": "Approval", "payload": None},
+    {"type": "Approval", "payload": ["a", {"b": None}]},
+]
+
+
+def tampering_authenticator(event: dict, make: Any = SignedResumeAuthenticator, **options: Any) -> Any:
+    return make(gates=[event["type"], *event_type_variants(event["type"])], keys={ACTOR: SECRET, OTHER[0]: OTHER[1]},
+                now=lambda: NOW, **options)
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=lambda e: f"{e['type']}:{type(e['payload']).__name__}")
+def test_every_tampering_is_rejected_by_the_reference(event: dict) -> None:
+    verifier = tampering_authenticator(event)
+    triples = list(tamperings(event, **ARGUMENTS))
+    assert triples == list(tamperings(event, **ARGUMENTS)), "deterministic"
+    accepted = [(category, tampered, context) for category, tampered, context in triples
+                if verifier.verify(tampered, context).status != "rejected"]
+    assert accepted == []
+    assert {category for category, _, _ in triples} <= set(CATEGORIES)
+
+
+def test_every_category_is_produced() -> None:
+    produced: dict[str, int] = {}
+    for category, _, _ in tamperings(EVENTS[0], **ARGUMENTS):
+        produced[category] = produced.get(category, 0) + 1
+    assert set(produced) == set(CATEGORIES)
+    natural = set(CATEGORIES) - {"discard-legacy-answers", "actor"}
+    assert all(produced[category] >= 2 for category in natural), produced
+
+
+def test_the_untampered_event_is_granted() -> None:
+    """The triples are tamperings of a VALID approval, not of something already broken."""
+    from loomcheck.reference.approvals import sign_resume
+    event = EVENTS[0]
+    valid = sign_resume(event, actor=ACTOR, secret=SECRET, exp=ARGUMENTS["exp"], execution_id="exec-9",
+                        parked_at_sequence=11)
+    verdict = tampering_authenticator(event).verify(valid, {"executionId": "exec-9", "parkedAtSequence": 11})
+    assert verdict.status == "granted"
+
+
+def test_tamperings_need_a_valid_starting_point() -> None:
+    with pytest.raises(ValueError):
+        next(tamperings(EVENTS[0], **{**ARGUMENTS, "exp": NOW}))
+
+
+@pytest.mark.parametrize(("make", "categories"), [
+    (NoExpiry, {"expired"}),
+    (PrefixCompare, {"signature-bitflip", "signature-truncated", "signature-extended", "signature-malformed"}),
+])
+def test_faulty_authenticators_accept_some_tamperings(make: Any, categories: set[str]) -> None:
+    """The fuzzer has teeth: a faulty authenticator lets tamperings of these categories through."""
+    verifier = tampering_authenticator(EVENTS[0], make)
+    accepted = {category for category, tampered, context in tamperings(EVENTS[0], **ARGUMENTS)
+                if verifier.verify(tampered, context).status == "granted"}
+    assert accepted == categories
