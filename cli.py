@@ -135,6 +135,9 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
         console.print(f"[yellow]{finding.kind}[/]: {escape(finding.message)}")
         if finding.counterexample:
             console.print(f"    counterexample: {escape(finding.counterexample)}")
+    for corpus in report.corpora:
+        categories = ", ".join(f"{name} {count}" for name, count in corpus.perCategory.items())
+        console.print(f"corpus {corpus.name}: {corpus.cases} cases, {corpus.violations} violations ({escape(categories)})")
     s = report.summary
     state = "" if report.complete else " · INCOMPLETE"
     hazards = f", {s.hazards} documented hazards" if s.hazards else ""

@@ -83,3 +83,37 @@ def compare(expect: Expectation, result: ReplayResult) -> list[str]:
                     f"#{e.get('seq')} {e.get('type')}" for e in extra[:4]) + f" ({len(got)} events, expected {len(wanted)})")
     return found
 
+
+
+def minimise(session: Session, operations: list[Operation], invariant_id: str, budget: int = 300,
+             reference: Session | None = None) -> tuple[list[Operation], ReplayResult | None]:
+    """Delete operations one at a time, keeping each deletion after which the script
+    still violates the invariant, until none can go (or `budget` replays are spent).
+    Hypothesis shrinks the rule sequence it drew; this shrinks the script itself,
+    which is what a reader replays. With a `reference` session, a deletion is kept only
+    if the reference still passes the shorter script, so the counterexample stays one
+    that a conforming kernel passes. Returns the script and its replay (None when the
+    original no longer reproduces: a nondeterministic implementation)."""
+    current = list(operations)
+    last = run_operations(session, current, [invariant_id])
+    if last.failure is not None or not last.violated(invariant_id):
+        return current, None
+    tries, changed = 0, True
+    while changed and tries < budget:
+        changed = False
+        for index in reversed(range(len(current))):
+            if tries >= budget:
+                break
+            candidate = current[:index] + current[index + 1:]
+            tries += 1
+            result = run_operations(session, candidate, [invariant_id])
+            if result.failure is None and result.violated(invariant_id) and _passes(reference, candidate, invariant_id):
+                current, last, changed = candidate, result, True
+    return current, last
+
+
+def _passes(reference: Session | None, operations: list[Operation], invariant_id: str) -> bool:
+    if reference is None:
+        return True
+    result = run_operations(reference, operations, [invariant_id])
+    return result.failure is None and not result.violated(invariant_id)

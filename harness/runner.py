@@ -17,7 +17,7 @@ from typing import Callable
 from loomcheck import __version__
 from loomcheck.harness.driver import Driver, Hello
 from loomcheck.harness.loading import ImplementationSpecError, resolve_factory
-from loomcheck.harness.replay import expectation_of, replay, run_operations
+from loomcheck.harness.replay import expectation_of, minimise, replay, run_operations
 from loomcheck.harness.script import (
     AdvanceClock,
     Configure,
@@ -214,14 +214,23 @@ class Run:
 
     def _record_counterexample(self, session: Session, invariant_id: str, failure: InvariantViolated) -> None:
         tally = self.tallies[invariant_id]
-        tally.failure = failure.violations[0].message
-        path = self._write_counterexample(invariant_id, failure.operations, failure.violations[0].message, None)
-        tally.counterexample = path
-        tally.operations = len(failure.operations)
-        rerun = run_operations(session, failure.operations, [invariant_id])
+        from loomcheck.reference.driver import ReferenceDriver
+
+        reference = ReferenceDriver(store="memory")
+        try:
+            operations, rerun = minimise(session, failure.operations, invariant_id,
+                                         reference=Session(reference, frozenset(hello_of(reference).features)))
+        finally:
+            reference.close()
+        if rerun is None:
+            tally.failure = failure.violations[0].message + (" (note: replaying the shrunk script did not reproduce "
+                                                             "it: the implementation is nondeterministic)")
+            rerun = run_operations(session, operations, [invariant_id])
+        else:
+            tally.failure = rerun.violated(invariant_id)[0].message  # the message of the script kept
+        tally.counterexample = self._write_counterexample(invariant_id, operations, tally.failure, None)
+        tally.operations = len(operations)
         tally.events = sum(len(log) for log in rerun.logs.values())
-        if not rerun.violated(invariant_id):
-            tally.failure += " (note: replaying the shrunk script did not reproduce it: the implementation is nondeterministic)"
 
     def _regressions(self, session: Session) -> None:
         logs = committed_regressions()

@@ -114,6 +114,8 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 counters.on_example(counters.examples)
             self.flow_count = 0
             self.execution_count = 0
+            self.granted: list[Resume] = []  # signed approvals the kernel accepted, to replay
+            self.timed: set[str] = set()  # executions parked with a wakeAt: only then does time matter
             try:
                 session.reset()
             except ImplementationFailed as failed:
@@ -129,9 +131,19 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             if violations:
                 counters.first_failure.setdefault(violations[0].invariant, counters.examples)
                 raise violation_type(violations[0].invariant)(violations, session.trace.operations)
+            self.note_timers(step)
             return step
 
-        @initialize(config=st.sampled_from(sorted(s.SECURITY_CONFIGS)) | st.none())
+        def note_timers(self, step: Any) -> None:
+            """Which executions are parked with a wakeAt, from what the step already read."""
+            if step.execution is not None:
+                parked = (step.state_after or {}).get("suspendedOn") or {}
+                timed = (step.state_after or {}).get("status") == "suspended" and "wakeAt" in parked
+                (self.timed.add if timed else self.timed.discard)(step.execution)
+            elif step.others:
+                self.timed = {x for x in step.others if "wakeAt" in (self.parked(x) or {})}
+
+        @initialize(config=st.sampled_from(s.SECURITY_CHOICES))
         def configure_security(self, config: str | None) -> None:
             """How the deployment is composed (ADR 0117 D2, D3): before anything runs."""
             if "security" in features and config is not None:
@@ -204,7 +216,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
         def answer_the_parked_gate(self, execution: str, payload: Any) -> None:
             self.apply(Resume(execution, self.parked_gate(execution) or "go1", payload))
 
-        @rule(execution=executions, answers=st.lists(s.answers, min_size=1, max_size=4),
+        @rule(execution=executions, answers=st.lists(s.answers, min_size=1, max_size=6),
               resolution=st.sampled_from(s.VERDICTS + (s.NOT_A_VERDICT,)))
         def answer_gates_until_done(self, execution: str, answers: list[Any], resolution: str) -> None:
             """Drive an execution forward: answer whatever it parks on (a verdict when in
@@ -217,7 +229,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 answer = self.answer_for(parked, payload, resolution) if parked else payload
                 gate = parked["on"] if parked else "go1"
                 answer, options = self.approval(execution, parked, gate, answer)
-                self.apply(Resume(execution, gate, answer, options))
+                self.remember(self.apply(Resume(execution, gate, answer, options)))
                 if parked is None:
                     break
 
@@ -275,29 +287,38 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
         def recover(self, execution: str) -> None:
             self.apply(Recover(execution))
 
-        @rule(execution=executions, decision=s.approvals, signer=st.sampled_from(sorted(s.SIGNERS)),
-              bound_to=st.sampled_from(("this park", "this park", "another execution", "an earlier park",
-                                        "a later park")),
-              digest=st.sampled_from(("echoed", "echoed", "omitted", "stale")),
-              expiry=st.sampled_from((60_000, 60_000, 0, -1)),
-              principal=st.sampled_from(("none", "none", "the signer", "bob")),
-              tamper=st.sampled_from(("none", "none", "none", "payload", "gate", "discard")))
+        @rule(execution=executions, payload=s.answers)
+        @supports("timers")
+        def wake_a_timer_as_a_caller(self, execution: str, payload: Any) -> None:
+            """A caller's TIMER_FIRED, perhaps carrying {approved: true}: under strict it is
+            refused; otherwise it is a timeout carrying only wakeAt, never an approval (D5)."""
+            self.apply(Resume(execution, TIMER_FIRED, payload))
+
+        @rule(execution=executions, decision=s.approvals, pick=st.integers(0, 7),
+              fault=st.sampled_from(s.APPROVAL_FAULTS))
         @supports("security")
-        def approve(self, execution: str, decision: dict[str, Any], signer: str, bound_to: str, digest: str,
-                    expiry: int, principal: str, tamper: str) -> None:
-            """An approval as a real approver, a careless one or an attacker sends it: signed by
-            the right, a rotated, a wrong or an unknown key, for this park or another, with or
-            without the digest, expired or not, then perhaps altered in flight (ADR 0117 D1, D2)."""
+        def approve(self, execution: str, decision: dict[str, Any], pick: int, fault: str) -> None:
+            """An approval as a real approver sends it, or with one thing wrong: a wrong, a
+            retired or an unknown key, no proof, bound to another execution or park, the digest
+            omitted or stale, expired, presented by another principal, or altered in flight
+            (ADR 0117 D1, D2). It goes to an execution parked at a gate the authenticator
+            covers, when there is one."""
+            waiting = [x for x in session.executions()
+                       if covers(session.trace.security, (self.parked(x) or {}).get("on", ""))]
+            execution = waiting[pick % len(waiting)] if waiting else execution
             parked = self.parked(execution)
             gate = parked["on"] if parked else "approve"
             payload: dict[str, Any] = dict(decision)
-            if digest == "echoed" and parked and parked.get("viewDigest") is not None:
+            if parked and parked.get("viewDigest") is not None and fault != "digest omitted":
                 payload["viewDigest"] = parked["viewDigest"]
-            elif digest == "stale":
+            if fault == "digest stale":
                 payload["viewDigest"] = "v2:" + "0" * 64
             park = self.park_seq(execution)
-            where = {"this park": (execution, park), "another execution": (execution + "-fork", park),
-                     "an earlier park": (execution, max(1, park - 1)), "a later park": (execution, park + 1)}[bound_to]
+            where = {"another execution": (execution + "-fork", park), "an earlier park": (execution, max(1, park - 1)),
+                     "a later park": (execution, park + 1)}.get(fault, (execution, park))
+            signer = {"wrong key": "ann, wrong key", "retired key": "ann, retired key", "unknown actor": "mallory",
+                      "bob signs": "bob", "no proof": "nobody"}.get(fault, "ann")
+            expiry = {"expired": -1, "expires now": 0}.get(fault, 60_000)
             options: dict[str, Any] = {}
             if s.SIGNERS[signer] is not None:
                 actor, secret = s.SIGNERS[signer]
@@ -305,28 +326,62 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                              execution=where[0], parked_at=where[1])
                 if proof is not None:
                     options["proof"] = proof
-                if principal != "none":
-                    options["principal"] = {"actor": actor if principal == "the signer" else principal}
-            if tamper == "payload":
+                if fault in ("principal is the signer", "principal is bob"):
+                    options["principal"] = {"actor": actor if fault == "principal is the signer" else "bob"}
+            if fault == "payload altered":
                 payload = {**payload, "approved": not payload.get("approved")}
-            elif tamper == "gate":
+            elif fault == "gate altered":
                 gate = "Approve" if gate == "approve" else "approve"
-            elif tamper == "discard":
+            elif fault == "discard flag added":
                 options["discardLegacyAnswers"] = True
-            self.apply(Resume(execution, gate, payload, options or None))
+            self.remember(self.apply(Resume(execution, gate, payload, options or None)))
 
-        @rule(ms=st.sampled_from((500, 1_000, 60_000)))
-        @supports("timers")
+        @rule(target=executions, view=s.views, timed=st.booleans(), typed=st.booleans())
+        @supports("security")
+        def park_for_an_approval(self, view: Any, timed: bool, typed: bool):
+            """An execution of the ADR's own shape: a loop that parks twice on one approval
+            gate showing the same proposal, perhaps timed, perhaps with a declared contract
+            (which must let viewDigest through). Approvals and replays of them land here."""
+            program: dict[str, Any] = {"body": [
+                {"op": "suspend", "on": "approve", "view": view}, {"op": "observe"},
+                {"op": "suspend", "on": "approve", "view": view}, {"op": "observe"}, {"op": "complete"}]}
+            if timed and "timers" in features:
+                program["body"][0]["timeout"] = s.TIMEOUTS[1]
+            if typed and "resume-schemas" in features:
+                program["resumeSchemas"] = {"approve": s.DIGESTED_APPROVAL_SCHEMA}
+            flow = self.define(program)
+            return self.start(flow, None) if isinstance(flow, str) else multiple()
+
+        @rule(target=executions, at=st.sampled_from(("after-effect", "before-effect")),
+              attempts=st.sampled_from(([1], [1, 2])), output=s.payloads)
+        @supports("in-doubt")
+        def crash_in_doubt(self, at: str, attempts: list[int], output: Any):
+            """ADR 0104's own case, directly: a non-idempotent effect whose worker dies, so the
+            next drive is in doubt and an operator's verdict decides; then a gate."""
+            flow = self.define({"body": [
+                {"op": "step", "id": "charge", "kind": "non-idempotent", "output": output,
+                 "crash": {"at": at, "attempts": attempts}},
+                {"op": "suspend", "on": "go3"}, {"op": "observe"}, {"op": "complete"}]})
+            return self.start(flow, None) if isinstance(flow, str) else multiple()
+
+        def remember(self, step: Any) -> None:
+            if step.outcome.ok and isinstance(step.op, Resume) and (step.op.options or {}).get("proof"):
+                self.granted.append(step.op)
+
+        @precondition(lambda self: bool(self.granted))
+        @rule(pick=st.integers(0, 3), execution=executions)
+        def replay_an_approval(self, pick: int, execution: str) -> None:
+            """An accepted signed approval, sent again: at the same execution's next park (a
+            loop) or at another execution (a fork). It holds for one park only (ADR 0117 D2)."""
+            sent = self.granted[pick % len(self.granted)]
+            self.apply(Resume(execution, sent.type, sent.payload, sent.options))
+
+        @precondition(lambda self: "timers" in features and bool(self.timed))
+        @rule(ms=st.sampled_from((60_000, 1_000, 500)))  # the largest first: a counterexample shrinks to one advance
         def advance_clock(self, ms: int) -> None:
             """Time passes; the runtime's timer service wakes what is due (ADR 0117 D5)."""
             self.apply(AdvanceClock(ms))
 
-        @rule(execution=executions, payload=s.answers)
-        @supports("timers")
-        def wake_a_timer_as_a_caller(self, execution: str, payload: Any) -> None:
-            """A caller's TIMER_FIRED, perhaps carrying {approved: true}: under strict it is
-            refused; otherwise it is a timeout carrying only wakeAt, never an approval (D5)."""
-            self.apply(Resume(execution, TIMER_FIRED, payload))
 
     return GateMachine
 

@@ -51,7 +51,11 @@ def refusal_is_typed(step: Step, trace: Trace) -> Iterator[Violation]:
 
 @predicate("resume.kernel-namespace")
 def kernel_types_are_refused(step: Step, trace: Trace) -> Iterator[Violation]:
-    if isinstance(step.op, Resume) and step.op.type in kernel_event_types() and step.outcome.reason != "kernel-namespace":
+    if not isinstance(step.op, Resume) or step.op.type not in kernel_event_types():
+        return
+    if not _exists(step, trace) and step.outcome.reason == "unknown-execution":
+        return  # which of the two comes first for an execution that does not exist is not specified
+    if step.outcome.reason != "kernel-namespace":
         yield Violation("resume.kernel-namespace",
                         f"a caller resumed with the kernel event type {step.op.type!r} and got {step.outcome.short()}, "
                         f"not refused kernel-namespace.", tuple(_appended(step)))

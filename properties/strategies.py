@@ -27,6 +27,9 @@ APPROVAL_SCHEMA: dict[str, Any] = {
     "required": ["approved"],
 }
 OPEN_APPROVAL_SCHEMA: dict[str, Any] = {**APPROVAL_SCHEMA, "additionalProperties": True}
+# ADR 0117 Consequences: "A flow's resumeSchemas entry for that gate must let viewDigest through."
+DIGESTED_APPROVAL_SCHEMA: dict[str, Any] = {
+    **APPROVAL_SCHEMA, "properties": {**APPROVAL_SCHEMA["properties"], "viewDigest": {"type": "string"}}}
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"id": {"type": "string"}, "n": {"type": "integer", "default": 0}},
@@ -196,7 +199,7 @@ APPROVERS: dict[str, list[str] | str] = {
     "ann": ["ann-retired-secret-01", "ann-current-secret-02"],  # key rotation: either verifies
     "bob": "bob-only-secret-0003",
 }
-AUTHENTICATED_GATES = ["approve", "Approve"]  # a gate and a human step's gate; the others are not-applicable
+AUTHENTICATED_GATES = ["go1", "go2", "approve", "Approve"]  # most gates; go3, HumanInput and the rest are not-applicable
 AUTHENTICATOR = {"gates": AUTHENTICATED_GATES, "keys": APPROVERS}
 SECURITY_CONFIGS: dict[str, dict[str, Any]] = {
     "permissive with an authenticator": {"authenticator": AUTHENTICATOR},
@@ -210,6 +213,15 @@ SECURITY_CONFIGS: dict[str, dict[str, Any]] = {
     "a 16-byte secret": {"authenticator": {"gates": AUTHENTICATED_GATES, "keys": {"ann": "sixteen-bytes!!!"},
                                            "requireActor": False}},
 }
+# How often the machine composes each: mostly with an authenticator, so approvals get judged.
+# None first: the shrinker drops the configuration from a counterexample that does not need it.
+SECURITY_CHOICES = ([None] + ["permissive with an authenticator"] * 4 + ["strict with an authenticator"] * 2
+                    + sorted(SECURITY_CONFIGS))
+# One thing wrong with an approval at a time (or nothing), so a failure says which.
+APPROVAL_FAULTS = ("none", "none", "none", "retired key", "bob signs", "principal is the signer", "wrong key",
+                   "unknown actor", "no proof", "another execution", "an earlier park", "a later park",
+                   "digest omitted", "digest stale", "expired", "expires now", "principal is bob", "payload altered",
+                   "gate altered", "discard flag added")
 # (who signs, with which secret): the right keys, a retired one, a wrong one, an unknown actor, or nobody.
 SIGNERS: dict[str, tuple[str, str] | None] = {
     "ann": ("ann", "ann-current-secret-02"),

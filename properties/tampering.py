@@ -95,10 +95,11 @@ def _run(session: Session, result: CorpusResult) -> None:
             tampered = {**tampered, "proof": proof}
         result.cases += 1
         result.per_category[category] = result.per_category.get(category, 0) + 1
+        setup = session.trace.operations[:3]  # configure, define, start: refusals change nothing
         step = _send(session, "x", tampered)
         found = list(_judge(session, step, f"{category}[{number}]", must_refuse=True))
         if found and not result.violations:
-            result.operations = session.script()
+            result.operations = setup + [step.op]  # the shortest script that shows it
         result.violations.extend(found)
         if step.outcome.ok:
             _setup(session, "x")  # the execution moved on: park it again for the next variant

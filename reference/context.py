@@ -21,6 +21,7 @@ from loomcheck.reference.emitguard import EffectScope, check_decide, guard
 from loomcheck.reference.errors import EmitRefusedError
 from loomcheck.reference.events import JSON, Event
 from loomcheck.reference.fold import State
+from loomcheck.spec.canonical import view_digest
 from loomcheck.spec.names import INDOUBT_DECISION_PREFIX, IN_DOUBT_GATE
 from loomcheck.spec.programs import StepOp
 
@@ -118,6 +119,11 @@ class FlowContext:
             self._consumed += 1
             return index, answers[index]
         return None
+
+    @staticmethod
+    def digest_of(view: JSON) -> str:
+        """ADR 0117 D1: v2: + SHA-256 of the view's canonical JSON (spec/canonical-json.md)."""
+        return view_digest(view)
 
     def suspend(self, on: str, meta: dict[str, JSON] | None = None, point: int | None = None,
                 view_digest: str | None = None, timeout: int | None = None) -> JSON:

@@ -19,7 +19,6 @@ from loomcheck.spec.programs import (
     StepOp,
     SuspendOp,
 )
-from loomcheck.spec.canonical import view_digest
 from loomcheck.spec.names import TIMER_FIRED
 
 
@@ -34,7 +33,7 @@ def call(ctx: FlowContext, op: StepOp | SuspendOp | SleepOp) -> JSON:
         return ctx.run(op) if op.kind != "human" else ctx.human(op, point)
     if isinstance(op, SleepOp):
         return ctx.suspend(TIMER_FIRED, None, point, timeout=op.ms)
-    digest = view_digest(op.view) if op.has_view() else op.viewDigest  # ADR 0117 D1
+    digest = ctx.digest_of(op.view) if op.has_view() else op.viewDigest  # ADR 0117 D1
     return ctx.suspend(op.on, op.meta, point, view_digest=digest, timeout=op.timeout)
 
 

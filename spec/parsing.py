@@ -4,9 +4,10 @@ the PARSED value is what runs and is recorded).
 Parsing = validate against the schema (JSON Schema 2020-12), then, for every
 object the schema describes with `properties` (inside `items` too):
 - fill in the `default` of every absent property;
-- drop the keys it does not declare, unless the schema keeps the object open
-  with an `additionalProperties` keyword (`true` or a schema keeps them; `false`
-  already refused them in validation).
+- drop the keys it does not declare (in `properties`, or by a matching
+  `patternProperties` pattern), unless the schema keeps the object open with an
+  `additionalProperties` keyword (`true` keeps them; a schema keeps them and
+  parses each by that schema; `false` already refused them in validation).
 Dropping is Zod's default object behaviour and ADR 0077's "sharp edge": declaring
 a contract also decides what is persisted. It departs from plain JSON Schema
 validation, where an absent `additionalProperties` allows and keeps extra keys.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from functools import lru_cache
 from dataclasses import dataclass
 from typing import Any
@@ -81,12 +83,23 @@ def _normalise(schema: Any, value: Any) -> Any:
         return value
     properties = schema.get("properties")
     if isinstance(properties, dict):
-        if "additionalProperties" not in schema and "patternProperties" not in schema:
-            for name in [key for key in value if key not in properties]:
+        patterns = schema.get("patternProperties") if isinstance(schema.get("patternProperties"), dict) else {}
+        undeclared = [key for key in value if key not in properties and not _matches(patterns, key)]
+        additional = schema.get("additionalProperties")
+        if "additionalProperties" not in schema:
+            for name in undeclared:
                 del value[name]  # ADR 0077's sharp edge: undeclared keys are not persisted
+        elif isinstance(additional, dict):
+            for name in undeclared:  # kept open with a schema: parsed by that schema
+                value[name] = _normalise(additional, value[name])
         for name, sub in properties.items():
             if name in value:
                 value[name] = _normalise(sub, value[name])
             elif isinstance(sub, dict) and "default" in sub:
                 value[name] = copy.deepcopy(sub["default"])
     return value
+
+
+def _matches(patterns: dict[str, Any], key: str) -> bool:
+    """A key patternProperties declares (JSON Schema: an unanchored regex search)."""
+    return any(re.search(pattern, key) for pattern in patterns)

@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from loomcheck.spec.errors import SpecError, describe_validation_error
-from loomcheck.spec.files import SPEC_ROOT, read_json, spec_label
+from loomcheck.spec.files import SPEC_ROOT, json_headroom, read_json, spec_label
 
 FORMAT = "loomcheck-regression/1"
 
@@ -34,7 +34,9 @@ class _Model(BaseModel):
 class DefineModel(_Model):
     op: Literal["define"]
     flow: str
-    program: dict[str, JsonValue]
+    # Any, not JsonValue: a gate's view may nest 1024 deep (ADR 0117 D1), past pydantic's
+    # own limit; spec/programs.py validates the program.
+    program: dict[str, Any]
 
 
 class StartModel(_Model):
@@ -162,7 +164,16 @@ def committed_regressions() -> list[tuple[str, RegressionLog]]:
 
 
 def dump_regression(log: RegressionLog) -> str:
-    return json.dumps(log.model_dump(mode="json", exclude_none=True), indent=2, ensure_ascii=False) + "\n"
+    data = log.model_dump(mode="json", exclude_none=True, exclude={"operations"})
+    # A define's program goes out as given: pydantic's serializer stops short of a view
+    # nested 1024 deep (ADR 0117 D1), which the program model keeps as plain data.
+    operations = [{**op.model_dump(mode="json", exclude_none=True, exclude={"program"}), "program": op.program}
+                  if isinstance(op, DefineModel) else op.model_dump(mode="json", exclude_none=True)
+                  for op in log.operations]
+    ordered = {key: (operations if key == "operations" else data[key])
+               for key in RegressionLog.model_fields if key in data or key == "operations"}
+    with json_headroom():
+        return json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
 
 
 __all__ = ["RegressionLog", "Expectation", "Found", "OperationModel", "load_regression", "committed_regressions",

@@ -19,18 +19,13 @@ from hypothesis import strategies as st
 
 from loomcheck.spec.canonical import (MAX_DEPTH, MAX_SAFE_INTEGER, REASONS, CanonicalError, canonical_json, depth,
                                       view_digest)
+from loomcheck.properties.bound import nest  # the value a vector's `nest` generator describes
 from loomcheck.spec.files import SPEC_ROOT, read_json
 
 VECTORS_FILE = SPEC_ROOT / "vectors" / "view-digest.json"
 DIGEST = re.compile(r"^v2:[0-9a-f]{64}$")
 
 
-def nest(kind: str, levels: int, leaf: Any, key: str = "a") -> Any:
-    """The value a vector's `nest` generator describes, built without recursion."""
-    value = leaf
-    for _ in range(levels):
-        value = [value] if kind == "array" else {key: value}
-    return value
 
 
 def _vectors() -> list[dict[str, Any]]:

@@ -45,4 +45,18 @@ CATCHES: dict[str, tuple[str, ...]] = {
     "untyped_answers": ("typed.parsed-before-append",),
     "normalised_answers": ("typed.undeclared-unchanged",),
     "old_flow_schema": ("typed.resume-as-target-schema",),
+    "shape_before_identity": ("typed.identity-before-shape",),
+    "validating_load": ("typed.rehydration-not-validated",),
+    # ADR 0117
+    "sorted_dumps_digest": ("approvals.digest-recorded",),
+    "digest_not_enforced": ("approvals.digest-echoed",),
+    "shallow_views": ("approvals.digest-depth",),
+    "park_unbound_signature": ("approvals.signature-bound",),
+    "silent_grant": ("approvals.granted-evidence",),
+    "fifteen_byte_secret": ("approvals.weak-secret",),
+    "binds_the_tip": ("approvals.park-located",),
+    "timer_passthrough": ("approvals.timer-normalised",),
+    "caller_timer_under_strict": ("approvals.timer-system-only",),
+    "late_timers": ("approvals.timer-fires",),
+    "strict_without_authenticator": ("approvals.strict-needs-authenticator",),
 }

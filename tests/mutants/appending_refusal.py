@@ -9,7 +9,7 @@ from loomcheck.reference.runtime import Appender, Runtime
 
 
 class AppendingRefusalRuntime(Runtime):
-    def resume(self, execution_id: str, event_type: str, payload):
+    def resume(self, execution_id: str, event_type: str, payload, options=None):
         state, _ = self._existing(execution_id)
         try:
             self.check_resumable(state, event_type)
@@ -17,7 +17,7 @@ class AppendingRefusalRuntime(Runtime):
             if refused.reason == "gate-mismatch":
                 Appender(self.store, execution_id, state.sequence + 1)(event_type, payload)
             raise
-        return super().resume(execution_id, event_type, payload)
+        return super().resume(execution_id, event_type, payload, options)
 
 
 def make() -> ReferenceDriver:

@@ -8,7 +8,7 @@ from loomcheck.reference.runtime import Appender, Runtime
 
 
 class BareRuntime(Runtime):
-    def resume(self, execution_id, event_type, payload):
+    def resume(self, execution_id, event_type, payload, options=None):
         state, _ = self._existing(execution_id)
         self.check_resumable(state, event_type)
         Appender(self.store, execution_id, state.sequence + 1)("EXECUTION_RESUMED", payload)

@@ -9,11 +9,13 @@ from loomcheck.reference.driver import ReferenceDriver
 
 
 class TrustingContext(FlowContext):
-    def suspend(self, on, meta=None, point=None):
+    def suspend(self, on, meta=None, point=None, view_digest=None, timeout=None):
         taken = self.take_answer()
         if taken is not None:
             return self._passed(taken, on)
-        raise Park({**(meta or {}), "on": on})
+        extra = {"viewDigest": view_digest} if view_digest is not None else {}
+        extra.update({"wakeAt": self.now + timeout} if timeout is not None else {})
+        raise Park({**(meta or {}), **extra, "on": on})
 
     def _passed(self, taken, on):
         from loomcheck.reference.context import Passed

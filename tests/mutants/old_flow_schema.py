@@ -8,13 +8,13 @@ from loomcheck.reference.runtime import Runtime
 
 
 class OldContractRuntime(Runtime):
-    def resume_as(self, execution_id, target_flow, event_type, payload):
+    def resume_as(self, execution_id, target_flow, event_type, payload, options=None):
         state, _ = self._existing(execution_id)
         original = self.parse_answer
         old = self.flows.get(state.flow_id or "")
         self.parse_answer = lambda program, t, answer: original(old, t, answer) if old else answer
         try:
-            return super().resume_as(execution_id, target_flow, event_type, payload)
+            return super().resume_as(execution_id, target_flow, event_type, payload, options)
         finally:
             del self.parse_answer
 

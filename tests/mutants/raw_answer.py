@@ -9,7 +9,7 @@ from loomcheck.reference.runtime import Appender, Runtime
 
 
 class RawAnswerRuntime(Runtime):
-    def resume(self, execution_id, event_type, payload):
+    def resume(self, execution_id, event_type, payload, options=None):
         state, _ = self._existing(execution_id)
         self.check_resumable(state, event_type)
         self.parse_answer(self.flows[state.flow_id], event_type, payload)  # checked, then ignored

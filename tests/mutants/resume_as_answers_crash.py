@@ -8,10 +8,10 @@ from loomcheck.reference.runtime import Appender, Runtime
 
 
 class AnsweringMigration(Runtime):
-    def resume_as(self, execution_id, target_flow, event_type, payload):
+    def resume_as(self, execution_id, target_flow, event_type, payload, options=None):
         state, _ = self._existing(execution_id)
         if state.status not in ("running", "pending"):
-            return super().resume_as(execution_id, target_flow, event_type, payload)
+            return super().resume_as(execution_id, target_flow, event_type, payload, options)
         self._require_flow(target_flow)
         append = Appender(self.store, execution_id, state.sequence + 1)
         append("EXECUTION_MIGRATED", {"fromFlow": state.flow_id, "toFlow": target_flow})

@@ -13,13 +13,18 @@ class SingleSlotContext(FlowContext):
         super().__init__(*args, **kwargs)
         self._spent = False
 
-    def suspend(self, on: str, meta=None, point=None):
+    def suspend(self, on: str, meta=None, point=None, view_digest=None, timeout=None):
         variables = self.state.variables
         if not self._spent and "_resumePayload" in variables:
             self._spent = True
             self.passed.append(Passed(0 if point is None else point, on, variables["_resumePayload"]))
             return variables["_resumePayload"]
-        raise Park({"on": on})
+        condition = {"on": on}
+        if view_digest is not None:
+            condition["viewDigest"] = view_digest
+        if timeout is not None:
+            condition["wakeAt"] = self.now + timeout
+        raise Park(condition)
 
 
 def make() -> ReferenceDriver:

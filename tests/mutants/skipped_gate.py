@@ -8,7 +8,7 @@ from loomcheck.reference.driver import ReferenceDriver
 
 
 class SkippingContext(FlowContext):
-    def suspend(self, on: str, meta=None, point=None):
+    def suspend(self, on: str, meta=None, point=None, view_digest=None, timeout=None):
         answers = self.answers()
         index = self._consumed
         self._consumed += 1
