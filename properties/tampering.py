@@ -27,7 +27,11 @@ GATE = "approve"
 FLOW = {"body": [{"op": "suspend", "on": GATE, "view": {"pay": 120, "to": "acct-7"}}, {"op": "observe"},
                  {"op": "suspend", "on": GATE, "view": {"pay": 120, "to": "acct-7"}}, {"op": "observe"},
                  {"op": "complete", "output": "paid"}]}
-DECISION = {"approved": True, "note": "looks right"}
+# The approvals tampered with: a plain one, a refusal with nested data, numbers and non-ASCII text.
+DECISIONS = ({"approved": True, "note": "looks right"},
+             {"approved": False, "reason": {"code": 3, "tags": ["limit", "weekend"]}},
+             {"approved": True, "amount": 12.5, "to": "compte-é", "count": 3})
+DECISION = DECISIONS[0]
 CHECKED = (ID, "approvals.digest-echoed", "approvals.granted-evidence", "refusal.append-nothing",
            "refusal.typed-reason")
 
@@ -78,10 +82,16 @@ def _judge(session: Session, step: Step, label: str, must_refuse: bool) -> Itera
 
 
 def _run(session: Session, result: CorpusResult) -> None:
+    exp = session.trace.now + 3_600_000
+    for decision in DECISIONS:
+        _tamper(session, result, decision, exp)
+    _scenarios(session, result, exp)
+
+
+def _tamper(session: Session, result: CorpusResult, decision: dict[str, Any], exp: int) -> None:
     _setup(session, "x")
     park, digest = _park(session, "x")
-    event = {"type": GATE, "payload": {**DECISION, "viewDigest": digest}}
-    exp = session.trace.now + 3_600_000
+    event = {"type": GATE, "payload": {**decision, "viewDigest": digest}}
     for number, (category, tampered, context) in enumerate(tamperings(
             event, actor=ACTOR, secret=SECRET, exp=exp, execution_id="x", parked_at_sequence=park,
             other_actor=OTHER, now=session.trace.now)):
@@ -103,7 +113,6 @@ def _run(session: Session, result: CorpusResult) -> None:
         result.violations.extend(found)
         if step.outcome.ok:
             _setup(session, "x")  # the execution moved on: park it again for the next variant
-    _scenarios(session, result, exp)
 
 
 def _scenarios(session: Session, result: CorpusResult, exp: int) -> None:
