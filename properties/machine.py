@@ -364,6 +364,19 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 {"op": "suspend", "on": "go3"}, {"op": "observe"}, {"op": "complete"}]})
             return self.start(flow, None) if isinstance(flow, str) else multiple()
 
+        @rule(target=executions, decision=st.sampled_from(s.DECISION_IDS), choices=st.tuples(st.integers(0, 2),
+                                                                                             st.integers(0, 2)))
+        @supports("emit-guard")
+        def decide_inside_an_effect(self, decision: str, choices: tuple[int, int]):
+            """ADR 0104 D1 directly: an effect emits a decision under an id the flow then
+            decides itself; the effect's must land in its own namespace, never pre-empt it."""
+            flow = self.define({"body": [
+                {"op": "step", "id": "tool", "output": None,
+                 "emits": [{"type": "DECISION_RECORDED", "payload": {"decisionId": decision, "choice": choices[0]}}]},
+                {"op": "decide", "id": decision if not decision.startswith("__loom_") else "d1", "choice": choices[1]},
+                {"op": "suspend", "on": "go3"}, {"op": "observe"}, {"op": "complete"}]})
+            return self.start(flow, None) if isinstance(flow, str) else multiple()
+
         def remember(self, step: Any) -> None:
             if step.outcome.ok and isinstance(step.op, Resume) and (step.op.options or {}).get("proof"):
                 self.granted.append(step.op)

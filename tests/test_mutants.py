@@ -5,14 +5,28 @@ every invariant in the catalogue is caught by at least one mutant."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from loomcheck.cli import main
-from loomcheck.harness.runner import Run
+from loomcheck.reports.model import Report
 from loomcheck.spec.catalogue import load_catalogue
 from mutants import CATCHES
+
+def run_fresh(impl: str, invariant: str, report_dir: Path) -> Report:
+    """`loomcheck run` in a new process, as a user runs it. (Inside one long-lived test
+    process the derandomised examples were seen to depend on what ran before: a known
+    defect, recorded in the issue notes; a fresh process is what CI gates on.)"""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    done = subprocess.run([sys.executable, "-m", "loomcheck", "run", "--impl", impl, "--only", invariant,
+                           "--report", str(report_dir)], capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    return Report.model_validate_json((report_dir / "report.json").read_text())
+
 
 PAIRS = [(mutant, invariant) for mutant, invariants in CATCHES.items() for invariant in invariants]
 MAX_OPERATIONS = 8
@@ -31,7 +45,7 @@ def test_every_invariant_is_caught_by_some_mutant() -> None:
 def test_mutant_is_caught_with_a_short_counterexample(mutant: str, invariant: str, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     impl = f"python:mutants.{mutant}:make"
-    report = Run(impl, load_catalogue(), only=[invariant], report_dir=tmp_path).execute()
+    report = run_fresh(impl, invariant, tmp_path)
     (record,) = report.results
     if load_catalogue().get(invariant).kind == "documented-hazard":
         # A documented hazard is demonstrated, never passed: on a kernel that avoids it, the
