@@ -18,6 +18,7 @@ from loomcheck.properties.logview import (
     answers_gate,
     condition_of,
     final_moment,
+    park_seq,
     timer_wake,
     without_grant,
 )
@@ -54,10 +55,6 @@ def _echoes(before: Moment, payload: Any) -> bool:
     digest = (before.condition or {}).get("viewDigest")
     echoed = payload.get("viewDigest") if isinstance(payload, dict) else None
     return digest is None or (type(echoed) is str and echoed == digest)
-
-
-def _park_seq(log: list[dict]) -> int | None:
-    return max((e["seq"] for e in log if e.get("type") == SUSPENDED and isinstance(e.get("seq"), int)), default=None)
 
 
 def _authenticated(step: Step, trace: Trace, before: Moment) -> bool:
@@ -126,7 +123,7 @@ def approvals_hold_for_one_park(step: Step, trace: Trace) -> Iterator[Violation]
     before = _answer(step, trace)
     if before is None or not _authenticated(step, trace, before):
         return
-    parked_at = _park_seq(step.log_before)
+    parked_at = park_seq(step.log_before)
     if parked_at is None:
         return  # retention removed the park: approvals.park-located judges that
     op = step.op
@@ -211,7 +208,7 @@ def strict_needs_an_authenticator(step: Step, trace: Trace) -> Iterator[Violatio
 @predicate("approvals.park-located", on_load=True)
 def the_park_is_located(step: Step, trace: Trace) -> Iterator[Violation]:
     if "security" in trace.features and (step.state_after or {}).get("status") == "suspended":
-        expected = _park_seq(step.log_after)
+        expected = park_seq(step.log_after)
         if step.parked_at != expected:
             tip = (step.log_after[-1].get("seq") if step.log_after else None)
             yield Violation("approvals.park-located",
@@ -220,7 +217,7 @@ def the_park_is_located(step: Step, trace: Trace) -> Iterator[Violation]:
                                                                             else "") + ".", (expected,) if expected else ())
             return
     before = _answer(step, trace)
-    if before is None or not _authenticated(step, trace, before) or _park_seq(step.log_before) is not None:
+    if before is None or not _authenticated(step, trace, before) or park_seq(step.log_before) is not None:
         return
     if step.outcome.reason != "park-not-located":
         yield Violation("approvals.park-located",
@@ -236,9 +233,8 @@ def _timer_records(execution: str, before_log: list[dict], after_log: list[dict]
     if skip_migration and added and added[0].get("type") == "EXECUTION_MIGRATED":
         added = added[1:]
     expected = {"wakeAt": wake_at}
-    got = [(e.get("type"), e.get("payload")) for e in added[:2]]
-    if got[:1] != [(TIMER_FIRED, got[0][1] if got else None)] or len(got) < 2 or got[1][0] != "EXECUTION_RESUMED" \
-            or not all(json_equal(p, expected) for _, p in got):
+    kinds = [e.get("type") for e in added[:2]]
+    if kinds != [TIMER_FIRED, "EXECUTION_RESUMED"] or not all(json_equal(e.get("payload"), expected) for e in added[:2]):
         shown = ", ".join(f"#{e.get('seq')} {e.get('type')} {show(e.get('payload'), 40)}" for e in added[:2])
         yield Violation("approvals.timer-normalised",
                         f"the timer's wake of {execution} must be recorded as TIMER_FIRED then EXECUTION_RESUMED, both "
@@ -304,7 +300,7 @@ def identity_before_shape(step: Step, trace: Trace) -> Iterator[Violation]:
     before = _answer(step, trace)
     if before is None or not _authenticated(step, trace, before) or step.outcome.reason != "invalid-payload":
         return
-    parked_at = _park_seq(step.log_before)
+    parked_at = park_seq(step.log_before)
     op = step.op
     why = rejection(trace.security, trace.now, op.type, op.payload, op.options, op.execution, parked_at) \
         if parked_at is not None else "park-not-located"

@@ -185,3 +185,10 @@ def without_grant(events: list[dict[str, JSON]]) -> list[dict[str, JSON]]:
     """The events an answer appended, without the APPROVAL_GRANTED evidence an
     authenticator records before it (ADR 0117 D2), which approvals.* judge."""
     return [e for e in events if e.get("type") != "APPROVAL_GRANTED"]
+
+
+def park_seq(log: list[dict[str, JSON]]) -> int | None:
+    """The seq of the newest EXECUTION_SUSPENDED in the log: the park an approval answers
+    (ADR 0117 Round 2), which is not the folded tip. None when the log holds none."""
+    return max((e["seq"] for e in log if e.get("type") == "EXECUTION_SUSPENDED" and isinstance(e.get("seq"), int)),
+               default=None)

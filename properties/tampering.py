@@ -17,6 +17,7 @@ from loomcheck.fuzz.tampering import tamperings
 from loomcheck.harness.script import Configure, Define, Resume, Start
 from loomcheck.harness.session import ImplementationFailed, Session, Step
 from loomcheck.properties.keysafety import CorpusResult
+from loomcheck.properties.logview import park_seq
 from loomcheck.properties.registry import Violation, check_step
 from loomcheck.properties.signing import sign
 
@@ -59,8 +60,7 @@ def _setup(session: Session, *executions: str) -> None:
 
 
 def _park(session: Session, execution: str) -> tuple[int, str]:
-    log = session.read_log(execution)
-    park = max((e["seq"] for e in log if e.get("type") == "EXECUTION_SUSPENDED"), default=1)
+    park = park_seq(session.read_log(execution)) or 1
     state = session.read_state(execution)
     return park, str(((state.get("suspendedOn") or {}).get("viewDigest")))
 

@@ -118,10 +118,8 @@ class ReferenceDriver:
 
     def resume(self, execution_id: str, event_type: str, payload: JSON,
                options: dict[str, JSON] | None = None) -> Outcome:
-        if options:
-            return self._refusable(lambda: self.runtime.resume(execution_id, event_type, payload,
-                                                               ResumeOptions.from_json(options)))
-        return self._refusable(lambda: self.runtime.resume(execution_id, event_type, payload))
+        return self._refusable(lambda: self.runtime.resume(execution_id, event_type, payload,
+                                                           ResumeOptions.from_json(options)))
 
     def recover(self, execution_id: str) -> Outcome:
         return self._refusable(lambda: self.runtime.recover(execution_id))
@@ -131,10 +129,8 @@ class ReferenceDriver:
 
     def resume_as(self, execution_id: str, flow_id: str, event_type: str, payload: JSON,
                   options: dict[str, JSON] | None = None) -> Outcome:
-        if options:
-            return self._refusable(lambda: self.runtime.resume_as(execution_id, flow_id, event_type, payload,
-                                                                  ResumeOptions.from_json(options)))
-        return self._refusable(lambda: self.runtime.resume_as(execution_id, flow_id, event_type, payload))
+        return self._refusable(lambda: self.runtime.resume_as(execution_id, flow_id, event_type, payload,
+                                                              ResumeOptions.from_json(options)))
 
     def effects(self, execution_id: str) -> list[dict[str, JSON]]:
         return [{"stepId": e["stepId"], "attempt": e["attempt"]} for e in self.world.of(execution_id)]

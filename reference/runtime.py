@@ -40,7 +40,7 @@ from loomcheck.reference.context import (
     indoubt_decision_id,
     is_verdict_for,
 )
-from loomcheck.reference.approvals import Verdict
+from loomcheck.reference.approvals import Verdict, parked_at_sequence
 from loomcheck.reference.clock import Clock
 from loomcheck.reference.errors import (
     ConfigError,
@@ -126,19 +126,15 @@ class Runtime:
         a walk back from the first of them in PARK_WALK-event range reads. Never the
         folded tip (denials and parallel siblings trail the park); None when retention
         removed it."""
-        for event in reversed(events):
-            if event.type == "EXECUTION_SUSPENDED":
-                return event.seq
+        found = parked_at_sequence(events)
         upto = (events[0].seq if events else self.store.next_seq(execution_id)) - 1
-        while upto > 0:
+        while found is None and upto > 0:
             window = self.store.read(execution_id, after=max(0, upto - PARK_WALK), upto=upto)
             if not window:
                 return None  # compacted away
-            for event in reversed(window):
-                if event.type == "EXECUTION_SUSPENDED":
-                    return event.seq
+            found = parked_at_sequence(window)
             upto = window[0].seq - 1
-        return None
+        return found
 
     def state(self, execution_id: str) -> State:
         return self.load(execution_id)[0]
@@ -175,11 +171,7 @@ class Runtime:
         state, events = self._existing(execution_id)
         self.check_resumable(state, event_type)
         answer = self._plain_payload(payload)
-        self.check_binding(state, event_type, answer, options)
-        grant = self.authenticate(execution_id, state, events, event_type, answer, options)
-        self._require_flow(state.flow_id)
-        answer = self.shape_answer(self.flows[state.flow_id or ""], state, event_type, answer)
-        self.check_answer(state, answer)
+        answer, grant = self.admit(execution_id, state, events, event_type, answer, options, state.flow_id)
         append = Appender(self.store, execution_id, state.sequence + 1)
         self.record_grant(append, grant)
         append(event_type, answer)
@@ -199,11 +191,8 @@ class Runtime:
         grant = None
         if state.status == "suspended":
             self.check_resumable(state, event_type)
-            self.check_binding(state, event_type, answer, options)
-            grant = self.authenticate(execution_id, state, events, event_type, answer, options)
             # ADR 0077 D4: the TARGET flow's declared shape, before EXECUTION_MIGRATED.
-            answer = self.shape_answer(self.flows[target_flow], state, event_type, answer)
-            self.check_answer(state, answer)
+            answer, grant = self.admit(execution_id, state, events, event_type, answer, options, target_flow)
         append = Appender(self.store, execution_id, state.sequence + 1)
         append("EXECUTION_MIGRATED", {"fromFlow": state.flow_id, "toFlow": target_flow})
         self.record_grant(append, grant)
@@ -214,6 +203,17 @@ class Runtime:
             # Re-opens it, so a later crash is recoverable, without answering a gate.
             append("EXECUTION_RESUMED", None)
         return self.drive(execution_id)
+
+    def admit(self, execution_id: str, state: State, events: list[Event], event_type: str, answer: JSON,
+              options: ResumeOptions, flow_id: str | None) -> tuple[JSON, Verdict | None]:
+        """After the ingress gate, in order: the binding, identity, then shape (ADR 0077 D3,
+        ADR 0117 D1, D2, D5). The answer to record and the authenticator's grant, if any."""
+        self.check_binding(state, event_type, answer, options)
+        grant = self.authenticate(execution_id, state, events, event_type, answer, options)
+        self._require_flow(flow_id)
+        answer = self.shape_answer(self.flows[flow_id or ""], state, event_type, answer)
+        self.check_answer(state, answer)
+        return answer, grant
 
     def check_resumable(self, state: State, event_type: str) -> None:
         """The ingress gate, in order: kernel namespace, parked, the parked gate's name
