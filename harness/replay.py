@@ -10,6 +10,7 @@ from loomcheck.harness.session import ImplementationFailed, Session
 from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.registry import Violation, all_predicates, check_step
 from loomcheck.spec.regressions import Expectation, RegressionLog
+from loomcheck.spec.versions import VERSION_FIELDS
 
 
 @dataclass
@@ -57,12 +58,13 @@ def replay(session: Session, log: RegressionLog, invariant_ids: list[str] | None
     operations = [from_model(m) for m in log.operations]
     result = run_operations(session, operations, invariant_ids)
     if log.expect is not None and result.failure is None:
-        result.differences = compare(log.expect, result)
+        result.differences = compare(log.expect, result, versioned="code-versions" in session.features)
     return result
 
 
-def compare(expect: Expectation, result: ReplayResult) -> list[str]:
-    """What differs from the expected outcomes and logs, first difference per execution."""
+def compare(expect: Expectation, result: ReplayResult, versioned: bool = True) -> list[str]:
+    """What differs from the expected outcomes and logs, first difference per execution.
+    A kernel without the "code-versions" feature is compared without the version fields."""
     found: list[str] = []
     for index, (want, got) in enumerate(zip(expect.outcomes, result.outcomes)):
         if want != got:
@@ -70,6 +72,8 @@ def compare(expect: Expectation, result: ReplayResult) -> list[str]:
     for execution, events in expect.logs.items():
         wanted = [e.model_dump() for e in events]
         got = result.logs.get(execution, [])
+        if not versioned:
+            wanted, got = [_unversioned(e) for e in wanted], [_unversioned(e) for e in got]
         for want, have in zip(wanted, got):
             if want["type"] != have.get("type") or not json_equal(want["payload"], have.get("payload")):
                 found.append(f"{execution} #{want['seq']}: expected {want['type']} {show(want['payload'], 50)}, "
@@ -83,6 +87,14 @@ def compare(expect: Expectation, result: ReplayResult) -> list[str]:
                     f"#{e.get('seq')} {e.get('type')}" for e in extra[:4]) + f" ({len(got)} events, expected {len(wanted)})")
     return found
 
+
+
+def _unversioned(event: dict) -> dict:
+    fields = VERSION_FIELDS.get(event.get("type"), ())
+    payload = event.get("payload")
+    if not fields or not isinstance(payload, dict):
+        return event
+    return {**event, "payload": {k: v for k, v in payload.items() if k not in fields}}
 
 
 def minimise(session: Session, operations: list[Operation], invariant_id: str, budget: int = 300,

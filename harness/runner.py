@@ -102,8 +102,11 @@ def operations_need(operations: list[Operation]) -> set[str]:
             needs.add("restart")
         if isinstance(op, Define):
             needs |= program_features(op.program)
-        if isinstance(op, Configure) or (isinstance(op, (Resume, ResumeAs)) and op.options):
+        options = op.options or {} if isinstance(op, (Resume, ResumeAs)) else {}
+        if isinstance(op, Configure) or set(options) - {"transformState"}:
             needs.add("security")
+        if "transformState" in options:
+            needs.add("state-migration")
         if isinstance(op, AdvanceClock):
             needs.add("timers")
     return needs

@@ -6,6 +6,7 @@ validated by pydantic where it crosses a boundary (regression files)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -47,7 +48,7 @@ class Resume:
     execution: str
     type: str
     payload: JSON = None
-    options: dict[str, JSON] | None = None  # {proof?, principal?, discardLegacyAnswers?} (ADR 0117 D2)
+    options: dict[str, JSON] | None = None  # {proof?, principal?, discardLegacyAnswers?} (ADR 0117 D2); resume-as: transformState? (ADR 0056)
     op: str = field(default="resume", init=False)
 
 
@@ -154,6 +155,8 @@ def _signed(options: dict[str, JSON] | None) -> str:
         parts.append(f"as principal {options.get('principal')!r:.40}")
     if options.get("discardLegacyAnswers"):
         parts.append("discarding legacy answers")
+    if isinstance(options.get("transformState"), dict):
+        parts.append("transforming the input with " + json.dumps(options["transformState"], ensure_ascii=False)[:60])
     return " (" + "; ".join(parts) + ")" if parts else ""
 
 

@@ -29,7 +29,9 @@ from loomcheck.harness.script import (
     describe,
     execution_of,
 )
+from loomcheck.spec.canonical import CanonicalError
 from loomcheck.spec.names import CLOCK_START_MS
+from loomcheck.spec.versions import code_version, pinned_version
 from loomcheck.spec.programs import FlowProgram
 
 
@@ -69,16 +71,23 @@ class Trace:
     security: dict[str, JSON] = field(default_factory=dict)  # the last configuration the kernel accepted
     now: int = CLOCK_START_MS  # the driver's clock: CLOCK_START_MS after reset, moved only by advance-clock
     features: frozenset[str] = frozenset()  # what the implementation declared
+    registered: dict[str, str | None] = field(default_factory=dict)  # flow id -> code version deployed now (K11)
+    by_version: dict[str, FlowProgram] = field(default_factory=dict)  # every program ever deployed, by code version
 
     @property
     def operations(self) -> list[Operation]:
         return [s.op for s in self.steps]
 
     def flow_of(self, log: list[dict[str, JSON]], execution: str | None = None) -> FlowProgram | None:
-        """The program an execution runs now: its start's, or its latest migration's target."""
+        """The program an execution runs now: its start's, or its latest migration's target;
+        the version it is pinned to when its log records one (a redeploy does not change it)."""
         from loomcheck.properties.logview import flow_id_of
 
-        flow_id = flow_id_of(log, self.snapshots.get(execution or ""))
+        snapshot = self.snapshots.get(execution or "")
+        pinned = pinned_version(log, snapshot)
+        if pinned is not None and pinned in self.by_version:
+            return self.by_version[pinned]
+        flow_id = flow_id_of(log, snapshot)
         return self.flows.get(flow_id) if flow_id is not None else None
 
 
@@ -119,10 +128,14 @@ class Session:
         if isinstance(op, Configure) and outcome.ok:
             self.trace.security = dict(op.config)
         if isinstance(op, Define) and outcome.ok:
+            self.trace.registered[op.flow] = _version_of(op.program)
             try:
                 self.trace.flows[op.flow] = FlowProgram.model_validate(op.program)
             except ValidationError:
-                pass  # the implementation accepted a program the spec does not: predicates see no flow
+                self.trace.flows.pop(op.flow, None)  # accepted, though the spec does not: predicates see no flow
+            else:
+                if self.trace.registered[op.flow] is not None:
+                    self.trace.by_version[self.trace.registered[op.flow]] = self.trace.flows[op.flow]
         if isinstance(op, Load) and outcome.ok and op.snapshot is not None:
             self.trace.snapshots[op.execution] = op.snapshot
         after: list[dict[str, JSON]] = []
@@ -237,6 +250,13 @@ class Session:
             raise
         except Exception as exc:  # noqa: BLE001 - the implementation is untrusted
             raise ImplementationFailed(label, f"raised {type(exc).__name__}: {exc}") from None
+
+
+def _version_of(program: dict[str, JSON]) -> str | None:
+    try:
+        return code_version(program)
+    except CanonicalError:
+        return None  # a program with no canonical JSON has no code version (spec/versions.py)
 
 
 def _is_event(event: Any) -> bool:

@@ -9,6 +9,7 @@ from loomcheck.harness.script import Recover, RecoverAbandoned, Resume, ResumeAs
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.logview import (
+    code_changed,
     answers_gate,
     without_grant,
     IN_DOUBT,
@@ -123,6 +124,12 @@ def recovery_skips_parked(step: Step, trace: Trace) -> Iterator[Violation]:
                     yield Violation("recovery.skips-parked",
                                     f"recoverAbandoned touched {execution}, which was {moment.status}"
                                     f"{' on ' + repr(moment.parked_on) if moment.parked_on else ''}: it must skip it.",
+                                    tuple(e.get("seq") for e in after[len(before):][:2]))
+            elif code_changed(trace.registered, before, trace.snapshots.get(execution)):
+                if after != before or execution in recovered:  # K11: not on code it is not pinned to
+                    yield Violation("recovery.skips-parked",
+                                    f"recoverAbandoned re-drove {execution}, whose flow was redeployed since it started: "
+                                    f"it must be left for a resumeAs onto the new code.",
                                     tuple(e.get("seq") for e in after[len(before):][:2]))
             elif execution not in recovered:
                 yield Violation("recovery.skips-parked",

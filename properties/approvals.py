@@ -16,6 +16,7 @@ from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.logview import (
     Moment,
     answers_gate,
+    code_changed,
     condition_of,
     final_moment,
     park_seq,
@@ -280,6 +281,12 @@ def due_timers_wake(step: Step, trace: Trace) -> Iterator[Violation]:
         wake_at = (moment.condition or {}).get("wakeAt") if moment.status == "suspended" else None
         due = type(wake_at) is int and wake_at <= trace.now and trace.flow_of(before_log, execution) is not None
         added = after_log[len(before_log):]
+        if due and code_changed(trace.registered, before_log, trace.snapshots.get(execution)):
+            if added:  # K11: the timer service may not run it on code it is not pinned to
+                yield Violation("approvals.timer-fires",
+                                f"{execution} is pinned to code its flow no longer has (redeployed), yet its timer woke "
+                                f"it: #{added[0].get('seq')} {added[0].get('type')}.", (added[0].get("seq"),))
+            continue
         if due and (not added or added[0].get("type") != TIMER_FIRED):
             yield Violation("approvals.timer-fires",
                             f"{execution} was parked on {moment.parked_on!r} until {wake_at}; the clock reads {trace.now}, "

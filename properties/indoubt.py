@@ -10,7 +10,7 @@ from loomcheck.harness.script import Recover, RecoverAbandoned, Resume, ResumeAs
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.answers import fresh, logs_touched
 from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import IN_DOUBT, condition_of, entries_of, final_moment, flow_id_of
+from loomcheck.properties.logview import IN_DOUBT, code_changed, condition_of, entries_of, final_moment, flow_id_of
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.names import INDOUBT_DECISION_PREFIX
 
@@ -103,6 +103,9 @@ def non_verdicts_are_refused(step: Step, trace: Trace) -> Iterator[Violation]:
     if before.parked_on != IN_DOUBT:
         return
     step_id = (before.condition or {}).get("stepId")
+    if isinstance(step.op, Resume) and step.outcome.reason == "code-mismatch" and code_changed(
+            trace.registered, step.log_before, trace.snapshots.get(step.op.execution)):
+        return  # refused for its redeployed code first: version.pinned judges that
     if not is_verdict_for(step.op.payload, step_id) and step.outcome.reason != "not-a-verdict":
         yield Violation("indoubt.non-verdict-refused",
                         f"{show(step.op.payload, 50)} is not a verdict for the parked step {step_id!r}, and it got "

@@ -192,3 +192,16 @@ def park_seq(log: list[dict[str, JSON]]) -> int | None:
     (ADR 0117 Round 2), which is not the folded tip. None when the log holds none."""
     return max((e["seq"] for e in log if e.get("type") == "EXECUTION_SUSPENDED" and isinstance(e.get("seq"), int)),
                default=None)
+
+
+# -- K11: code versions --------------------------------------------------------------
+def code_changed(registered: dict[str, str | None], log: list[dict[str, JSON]],
+                 snapshot: dict[str, JSON] | None = None) -> bool:
+    """The execution is pinned to a code version other than the one registered for
+    its flow now (spec/versions.py): a plain resume or recovery must be refused
+    code-mismatch, so no answer, verdict or wake is due."""
+    from loomcheck.spec.versions import pinned_version
+
+    pinned = pinned_version(log, snapshot)
+    now = registered.get(flow_id_of(log, snapshot) or "")
+    return pinned is not None and now is not None and pinned != now

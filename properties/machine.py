@@ -32,6 +32,7 @@ from loomcheck.harness.script import (
     AdvanceClock,
     Configure,
     Define,
+    Load,
     Operation,
     Recover,
     RecoverAbandoned,
@@ -40,7 +41,9 @@ from loomcheck.harness.script import (
     ResumeAs,
     Start,
 )
-from loomcheck.properties.logview import park_seq as newest_park
+from loomcheck.properties.logview import flow_id_of, park_seq as newest_park
+from loomcheck.properties.migration import expected_outcome, folded_input
+from loomcheck.spec.versions import pinned_version
 from loomcheck.properties.signing import covers, sign
 from loomcheck.spec.names import TIMER_FIRED
 from loomcheck.spec.names import IN_DOUBT_GATE
@@ -244,12 +247,14 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             return [x for x in session.executions() if self.last_crashed(x)]
 
         @precondition(lambda self: "resume-as" in features and bool(self.crashed()))
-        @rule(payload=s.payloads, pick=st.integers(0, 3), onto=st.integers(0, 3))
-        def migrate_a_crashed_execution(self, payload: Any, pick: int, onto: int) -> None:
-            """The documented exit for a crash on old code: resumeAs onto new code (ADR 0104 D1, crashed row)."""
+        @rule(payload=s.payloads, pick=st.integers(0, 3), onto=st.integers(0, 3), transform=st.none() | s.transforms)
+        def migrate_a_crashed_execution(self, payload: Any, pick: int, onto: int, transform: dict[str, Any] | None) -> None:
+            """The documented exit for a crash on old code: resumeAs onto new code (ADR 0104 D1, crashed row),
+            perhaps migrating its input (ADR 0056)."""
             crashed = self.crashed()
             flows = sorted(session.trace.flows)
-            self.apply(ResumeAs(crashed[pick % len(crashed)], flows[onto % len(flows)], "Redeploy", payload))
+            options = {"transformState": transform} if transform is not None and "state-migration" in features else None
+            self.apply(ResumeAs(crashed[pick % len(crashed)], flows[onto % len(flows)], "Redeploy", payload, options))
 
         @rule(execution=executions, resolution=s.verdict_resolutions, output=s.payloads, right_step=st.booleans())
         @supports("in-doubt")
@@ -267,14 +272,106 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             self.apply(RecoverAbandoned())
 
         @rule(execution=executions, flow=flows, payload=s.payloads, resolution=st.sampled_from(s.VERDICTS),
-              name=st.sampled_from(("Redeploy",) + s.GATE_NAMES))
+              name=st.sampled_from(("Redeploy",) * 4 + s.GATE_NAMES), transform=st.none() | s.transforms)
         @supports("resume-as")
-        def resume_as(self, execution: str, flow: str, payload: Any, resolution: str, name: str) -> None:
+        def resume_as(self, execution: str, flow: str, payload: Any, resolution: str, name: str,
+                      transform: dict[str, Any] | None) -> None:
+            """Onto another flow or the new version of its own, perhaps migrating its input
+            (ADR 0056): run twice on one execution, a migration of a migrated input."""
             parked = self.parked(execution)
             if parked is not None and name == "Redeploy":
                 name = parked["on"]  # the recorded gate, which the operator can read
             answer = self.answer_for(parked, payload, resolution) if parked else payload
-            self.apply(ResumeAs(execution, flow, name, answer))
+            if parked is not None and name == parked["on"]:
+                answer, options = self.approval(execution, parked, name, answer)
+            else:
+                options = None
+            if transform is not None and "state-migration" in features:
+                options = {**(options or {}), "transformState": transform}
+            self.apply(ResumeAs(execution, flow, name, answer, options))
+
+        def deployed(self, flow: str) -> dict[str, Any] | None:
+            """The program last deployed under a flow id, as it was sent."""
+            for step in reversed(session.trace.steps):
+                if isinstance(step.op, Define) and step.op.flow == flow and step.outcome.ok:
+                    return step.op.program
+            return None
+
+        @rule(execution=executions, program=program_strategy, evolve=st.booleans(), plain_first=st.booleans(),
+              transform=st.none() | s.transforms, again=st.none() | s.transforms | s.transforms, payload=s.answers)
+        @supports("code-versions")
+        def deploy_a_new_version(self, execution: str, program: dict[str, Any], evolve: bool, plain_first: bool,
+                                 transform: dict[str, Any] | None, again: dict[str, Any] | None, payload: Any) -> None:
+            """ADR 0056's scenario: new code is deployed under the flow an execution runs on (K11:
+            the execution stays pinned to the old version), half the time the old body with an
+            evolved input contract; a plain resume, which the changed code refuses; then the exit,
+            a resumeAs onto the new version, perhaps with a transformState; perhaps a second
+            migration, whose transform meets the input the first one recorded."""
+            flow = flow_id_of(self.log_of(execution))
+            current = self.deployed(flow) if flow is not None else None
+            if current is None:
+                return
+            if evolve and "input-validation" in features:
+                program = {**current, "inputSchema": s.EVOLVED_INPUT_SCHEMA, "validateInput": True}
+            self.apply(Define(flow, program))
+            if "resume-as" not in features:
+                return
+            if plain_first and self.parked(execution):
+                gate, answer, options = self.migration_call(execution, payload, None)
+                self.apply(Resume(execution, gate, answer, options))
+            step = self.apply(ResumeAs(execution, flow, *self.migration_call(execution, payload, transform)))
+            if again is not None and step.outcome.ok:
+                self.apply(ResumeAs(execution, flow, *self.migration_call(execution, payload, again)))
+
+        def migration_call(self, execution: str, payload: Any, transform: dict[str, Any] | None) -> tuple[str, Any, Any]:
+            """(gate, answer, options) of an operator's resumeAs: the recorded gate answered as an
+            approver would (a verdict when in doubt), or a Redeploy of an unparked execution."""
+            parked = self.parked(execution)
+            gate = parked["on"] if parked else "Redeploy"
+            answer = self.answer_for(parked, payload, "succeeded") if parked else payload
+            answer, options = self.approval(execution, parked, gate, answer) if parked else (answer, None)
+            if transform is not None and "state-migration" in features:
+                options = {**(options or {}), "transformState": transform}
+            return gate, answer, options
+
+        @rule(target=executions, execution=executions, transform=st.sampled_from(s.WORKING_TRANSFORMS),
+              answer=s.answers, restart=st.booleans())
+        @supports("load-log")
+        @supports("state-migration")
+        def crash_between_migration_and_resume(self, execution: str, transform: dict[str, Any], answer: Any,
+                                               restart: bool):
+            """ADR 0056 D2's hand-crafted history: the migration fact is recorded and the deploy
+            crashed before its own resume ran. A copy of a parked execution's log gains
+            EXECUTION_MIGRATED with migratedInput; a plain resume, perhaps in a new process,
+            must hand the runner the migrated input."""
+            parked = self.parked(execution)
+            log = self.log_of(execution)
+            flow = flow_id_of(log)
+            target = session.trace.flows.get(flow or "")
+            if parked is None or flow is None or target is None or parked.get("on") == IN_DOUBT_GATE:
+                return multiple()
+            outcome = expected_outcome(transform, folded_input(log), target)
+            if outcome.refusal is not None:
+                return multiple()
+            record: dict[str, Any] = {"fromFlow": flow, "toFlow": flow}
+            pinned, now = pinned_version(log), session.trace.registered.get(flow)
+            if pinned is not None:
+                record["fromVersion"] = pinned
+            if now is not None:
+                record["toVersion"] = now
+            record["migratedInput"] = outcome.value
+            copy_id = f"x{self.execution_count}"
+            self.execution_count += 1
+            events = [{"seq": e["seq"], "type": e["type"], "payload": e.get("payload")} for e in log]
+            events.append({"seq": len(events) + 1, "type": "EXECUTION_MIGRATED", "payload": record})
+            if not self.apply(Load(copy_id, events, None)).outcome.ok:
+                return multiple()
+            if restart and "restart" in features:
+                self.apply(Restart())
+            gate = parked["on"]
+            answer, options = self.approval(copy_id, parked, gate, answer)
+            self.apply(Resume(copy_id, gate, answer, options))
+            return copy_id
 
         @rule(execution=executions, name=s.resume_names, payload=s.payloads)
         def resume_naming_a_gate(self, execution: str, name: str, payload: Any) -> None:
@@ -352,7 +449,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             if typed and "resume-schemas" in features:
                 program["resumeSchemas"] = {"approve": s.DIGESTED_APPROVAL_SCHEMA}
             flow = self.define(program)
-            return self.start(flow, None) if isinstance(flow, str) else multiple()
+            return self.start(flow, s.LEGACY_INPUT) if isinstance(flow, str) else multiple()
 
         @rule(target=executions, at=st.sampled_from(("after-effect", "before-effect")),
               attempts=st.sampled_from(([1], [1, 2])), output=s.payloads)
@@ -364,7 +461,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 {"op": "step", "id": "charge", "kind": "non-idempotent", "output": output,
                  "crash": {"at": at, "attempts": attempts}},
                 {"op": "suspend", "on": "go3"}, {"op": "observe"}, {"op": "complete"}]})
-            return self.start(flow, None) if isinstance(flow, str) else multiple()
+            return self.start(flow, s.LEGACY_INPUT) if isinstance(flow, str) else multiple()
 
         @rule(target=executions, decision=st.sampled_from(s.DECISION_IDS), choices=st.tuples(st.integers(0, 2),
                                                                                              st.integers(0, 2)))
@@ -377,7 +474,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                  "emits": [{"type": "DECISION_RECORDED", "payload": {"decisionId": decision, "choice": choices[0]}}]},
                 {"op": "decide", "id": decision if not decision.startswith("__loom_") else "d1", "choice": choices[1]},
                 {"op": "suspend", "on": "go3"}, {"op": "observe"}, {"op": "complete"}]})
-            return self.start(flow, None) if isinstance(flow, str) else multiple()
+            return self.start(flow, s.LEGACY_INPUT) if isinstance(flow, str) else multiple()
 
         def remember(self, step: Any) -> None:
             if step.outcome.ok and isinstance(step.op, Resume) and (step.op.options or {}).get("proof"):

@@ -8,7 +8,7 @@ from typing import Iterator
 from loomcheck.harness.script import Define, Resume
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import BINDING_REFUSALS, IN_DOUBT, answers_gate, final_moment, without_grant
+from loomcheck.properties.logview import BINDING_REFUSALS, IN_DOUBT, answers_gate, code_changed, final_moment, without_grant
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.vocabulary import kernel_event_types, refusals
 
@@ -91,6 +91,8 @@ def parked_gate_answers_are_recorded(step: Step, trace: Trace) -> Iterator[Viola
     before = _before(step, trace)
     if not answers_gate(before, step.op.type) or before.parked_on == IN_DOUBT:
         return  # an in-doubt park takes a verdict: indoubt.* check those
+    if code_changed(trace.registered, step.log_before, trace.snapshots.get(step.op.execution)):
+        return  # its code was redeployed: version.pinned judges the refusal
     if not step.outcome.ok:
         # A declared shape may refuse it (typed.* judge that), and so may the binding (approvals.*).
         if step.outcome.reason not in ("invalid-payload",) + BINDING_REFUSALS:

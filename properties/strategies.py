@@ -39,7 +39,7 @@ INPUT_SCHEMA: dict[str, Any] = {
 json_leaves = (
     st.none()
     | st.booleans()
-    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.integers(min_value=-(2**53 - 1), max_value=2**53 - 1)  # canonical JSON's range: programs have a code version
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=6)
 )
@@ -66,7 +66,8 @@ gate_names = st.sampled_from(GATE_NAMES) | st.sampled_from(HOSTILE_GATES)
 resume_names = st.sampled_from(GATE_NAMES + HOSTILE_GATES + HUMAN_GATES + ("EXECUTION_RECOVERED", "TIMER_FIRED"))
 kernel_types = st.sampled_from(sorted(kernel_event_types()))
 forbidden_types = st.sampled_from(sorted(kernel_event_types() - set(vocabulary().emit_guard.allowed)))
-inputs = st.sampled_from([{"id": "a"}, {"id": "b", "n": 3}, {"n": "x"}, {"id": 7}, None]) | payloads
+inputs = (st.sampled_from([{"id": "a"}, {"id": "b", "n": 3}, {"n": "x"}, {"id": 7}, None])
+          | st.sampled_from([{"id": "a"}, {"id": "b", "n": 3}]) | payloads)  # often the shape ADR 0056 migrates
 verdict_resolutions = st.sampled_from(VERDICTS + ("maybe",))
 DECISION_IDS = ("d1", "d2", "__loom_indoubt__:s0:1", "__loom_discard__:h")
 
@@ -149,6 +150,8 @@ def programs(draw: st.DrawFn, min_gates: int = 0, features: Iterable[str] = ALL_
             body.append({"op": "emit", "type": draw(st.sampled_from(("app.note", "app.audit"))), "payload": draw(payloads)})
     if draw(st.booleans()):
         body.append({"op": "complete", "output": draw(payloads)})
+    if "state-migration" in has:
+        body.insert(0, {"op": "input"})  # first, so every run records the input it was handed (ADR 0056 D2)
     program: dict[str, Any] = {"language": LANGUAGE, "body": body}
     if "input-validation" in has and draw(st.integers(0, 3)) == 0:
         program["inputSchema"] = INPUT_SCHEMA
@@ -192,6 +195,31 @@ def effect_steps(draw: st.DrawFn, step_id: str, has: frozenset[str], counter: li
     if "emit-guard" in has and draw(st.integers(0, 3)) == 0:
         step["emits"] = [draw(kernel_emits(counter))]
     return step
+
+
+# -- ADR 0056: state transforms and contract-evolving deploys -----------------------------
+# The input contract a new version may declare: `id` renamed to `key` (the rename transform
+# migrates {"id": ...} onto it; the parse transform fills `n` in).
+EVOLVED_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"key": {"type": "string"}, "n": {"type": "integer", "default": 0}},
+    "required": ["key"],
+}
+LEGACY_INPUT: dict[str, Any] = {"id": "a"}  # what the machine's purpose-built executions start with: v1's contract
+WORKING_TRANSFORMS: tuple[dict[str, Any], ...] = (
+    {"name": "rename", "from": "id", "to": "key"},
+    {"name": "default", "field": "n", "value": 0},
+    {"name": "wrap", "key": "legacy"},
+    {"name": "parse"},
+)
+FAILING_TRANSFORMS: tuple[dict[str, Any], ...] = (
+    {"name": "fail", "message": "the v1 input cannot be migrated"},
+    {"name": "nothing"},
+    {"name": "__proto__"},
+    {"name": "rename", "from": 1, "to": "key"},
+)
+# Mostly transforms that work (on an object input), so migrations happen and are judged.
+transforms = st.sampled_from(WORKING_TRANSFORMS * 2 + FAILING_TRANSFORMS)
 
 
 # -- ADR 0117: who may approve, and how the machine signs --------------------------------

@@ -10,8 +10,10 @@ from loomcheck.harness.script import Resume, ResumeAs
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.answers import fresh
 from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import BINDING_REFUSALS, IN_DOUBT, answers_gate, final_moment, flow_id_of, timer_wake, without_grant
+from loomcheck.properties.logview import (BINDING_REFUSALS, IN_DOUBT, answers_gate, code_changed, final_moment, flow_id_of,
+                                          timer_wake, without_grant)
 from loomcheck.properties.registry import Violation, predicate
+from loomcheck.spec.names import STATE_MIGRATION_ERROR
 from loomcheck.spec.parsing import Invalid, parse
 from loomcheck.spec.vocabulary import kernel_event_types
 
@@ -27,6 +29,8 @@ def answer_expected(step: Step, trace: Trace) -> tuple[Any, dict | None] | None:
     if not (step.log_before or snapshot):
         return None
     before = final_moment(step.log_before, snapshot)
+    if isinstance(op, Resume) and code_changed(trace.registered, step.log_before, snapshot):
+        return None  # refused code-mismatch before the shape is looked at (version.pinned judges it)
     if not answers_gate(before, op.type) or timer_wake(before, op.type):
         return None  # a timer's wake is normalised, not parsed (approvals.timer-normalised judges it)
     flow_id = op.flow if isinstance(op, ResumeAs) else flow_id_of(step.log_before, snapshot)
@@ -69,6 +73,8 @@ def parse_violations(step: Step, trace: Trace, invariant: str) -> Iterator[Viola
     parsed, schema = expected
     if step.outcome.reason in BINDING_REFUSALS:
         return  # refused before the shape was looked at: approvals.* judge these
+    if step.outcome.error == STATE_MIGRATION_ERROR:
+        return  # the migration's own checks come after the shape (ADR 0056): migration.* judge these
     if isinstance(parsed, Invalid):
         if step.outcome.reason != "invalid-payload":
             yield Violation(invariant, f"{show(step.op.payload, 50)} does not match the declared schema at {parsed.field} "

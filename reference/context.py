@@ -13,6 +13,8 @@ folded state at the start of the run and:
 
 from __future__ import annotations
 
+import copy
+
 import json
 from dataclasses import dataclass
 from typing import Callable
@@ -99,6 +101,8 @@ class FlowContext:
         self.observed = 0
         self.points: dict[int, int] = {}  # id(op) -> position among the program's suspend points (set by the interpreter)
         self.now = 0  # the runtime's clock (ms) when this run began: timed parks wake at now + timeout
+        # ADR 0056 D2: the runner is handed the FOLDED _input, which a migration may have replaced.
+        self.input: JSON = copy.deepcopy(state.variables.get("_input"))
 
     # -- answers ---------------------------------------------------------------
     def answers(self) -> list[JSON]:

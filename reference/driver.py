@@ -26,12 +26,14 @@ from loomcheck.reference.runtime import Driven, Runtime
 from loomcheck.reference.security import ResumeOptions, Security, compose
 from loomcheck.reference.stores.base import EventStore, StoreError
 from loomcheck.reference.stores.memory import InMemoryEventStore
+from loomcheck.spec.canonical import CanonicalError
 from loomcheck.spec.programs import FlowProgram
+from loomcheck.spec.versions import code_version
 from loomcheck.spec.vocabulary import vocabulary
 
 FEATURES = ["fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
             "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard", "view-digest", "timers",
-            "security"]
+            "security", "code-versions", "state-migration"]
 
 
 class ReferenceDriver:
@@ -95,10 +97,10 @@ class ReferenceDriver:
     def restart(self) -> None:
         """A process restart: the runtime's memory is gone; the store, the deployed
         flows (code) and the outside world remain."""
-        flows = dict(self.runtime.flows)
+        flows, versions = dict(self.runtime.flows), dict(self.runtime.versions)
         self.runtime = self._make_runtime()
         for flow_id, program in flows.items():
-            self.runtime.register(flow_id, program)
+            self.runtime.register(flow_id, program, versions.get(flow_id))
 
     def define_flow(self, flow_id: str, program: dict[str, JSON]) -> Outcome:
         try:
@@ -106,11 +108,14 @@ class ReferenceDriver:
             # Names a store could not write are refused here, not mid-run. A gate's view is
             # never stored (only its digest is), and canonical JSON has already checked it.
             to_plain_json([flow_id, {**program, "body": None}, parsed.model_dump(exclude={"body": {"__all__": {"view"}}})])
+            version = code_version(program)  # K11: the hash of the program as defined
+        except CanonicalError as exc:
+            return Outcome.refused("FlowDefinitionError", "invalid-program", f"the program has no code version: {exc}")
         except NotJson as exc:
             return Outcome.refused("FlowDefinitionError", "invalid-program", f"not storable JSON: {exc}")
         except ValidationError as exc:
             return Outcome.refused("FlowDefinitionError", "invalid-program", _first_error(exc))
-        self.runtime.register(flow_id, parsed)
+        self.runtime.register(flow_id, parsed, version)
         return Outcome.accepted()
 
     def start(self, execution_id: str, flow_id: str, input: JSON) -> Outcome:

@@ -31,6 +31,7 @@ class State:
     sequence: int = 0
     status: str = "pending"
     flow_id: str | None = None
+    version: str | None = None      # the code version the execution is pinned to (K11), if its log records one
     suspended_on: dict[str, JSON] | None = None
     variables: dict[str, JSON] = field(default_factory=dict)
     steps: dict[str, dict[str, JSON]] = field(default_factory=dict)
@@ -42,6 +43,7 @@ class State:
             "sequence": self.sequence,
             "status": self.status,
             "flowId": self.flow_id,
+            "codeVersion": self.version,
             "suspendedOn": copy.deepcopy(self.suspended_on),
             "variables": copy.deepcopy(self.variables),
             "steps": copy.deepcopy(self.steps),
@@ -58,6 +60,7 @@ class State:
             sequence=int(data.get("sequence") or 0),
             status=str(data.get("status") or "pending"),
             flow_id=data.get("flowId"),
+            version=data.get("codeVersion") if isinstance(data.get("codeVersion"), str) else None,
             suspended_on=suspended_on if isinstance(suspended_on, dict) else None,
             variables=data.get("variables") if isinstance(data.get("variables"), dict) else {},
             steps=data.get("steps") if isinstance(data.get("steps"), dict) else {},
@@ -85,6 +88,8 @@ def _started(state: State, payload: JSON) -> None:
     state.status = "running"
     flow_id = _field(payload, "flowId")
     state.flow_id = flow_id if isinstance(flow_id, str) else None
+    version = _field(payload, "version")
+    state.version = version if isinstance(version, str) else None
     state.variables["_input"] = copy.deepcopy(_field(payload, "input"))
 
 
@@ -131,8 +136,11 @@ def _migrated(state: State, payload: JSON) -> None:
     to_flow = _field(payload, "toFlow")
     if isinstance(to_flow, str):
         state.flow_id = to_flow  # the execution now runs on the target flow's code
-    entry: dict[str, JSON] = {"fromFlow": copy.deepcopy(_field(payload, "fromFlow")), "toFlow": copy.deepcopy(to_flow),"fromVersion": copy.deepcopy(_field(payload, "fromVersion")),
-                              "toVersion": copy.deepcopy(_field(payload, "toVersion"))}
+    to_version = _field(payload, "toVersion")
+    state.version = to_version if isinstance(to_version, str) else None  # pinned to the target's code (K11)
+    entry: dict[str, JSON] = {"fromFlow": copy.deepcopy(_field(payload, "fromFlow")), "toFlow": copy.deepcopy(to_flow),
+                              "fromVersion": copy.deepcopy(_field(payload, "fromVersion")),
+                              "toVersion": copy.deepcopy(to_version)}
     if isinstance(payload, dict) and "migratedInput" in payload:
         # ADR 0056 D2: the fold replaces _input; every resume path reads it.
         state.variables["_input"] = copy.deepcopy(payload["migratedInput"])

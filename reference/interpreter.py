@@ -13,13 +13,14 @@ from loomcheck.spec.programs import (
     DecideOp,
     EmitOp,
     FlowProgram,
+    InputOp,
     ObserveOp,
     ParallelOp,
     SleepOp,
     StepOp,
     SuspendOp,
 )
-from loomcheck.spec.names import TIMER_FIRED
+from loomcheck.spec.names import INPUT_EVENT, TIMER_FIRED
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,8 @@ def run_program(program: FlowProgram, ctx: FlowContext) -> Completed:
             for passed in ctx.passed[ctx.observed:]:
                 ctx.emit(OBSERVED_EVENT, {"gate": passed.index, "on": passed.on, "value": passed.value})
             ctx.observed = len(ctx.passed)
+        elif isinstance(op, InputOp):
+            ctx.emit(INPUT_EVENT, {"value": ctx.input})  # the input this run was handed (ADR 0056 D2)
         elif isinstance(op, EmitOp):
             ctx.emit(op.type, op.payload)
         elif isinstance(op, DecideOp):

@@ -14,12 +14,21 @@ Beside the resume-typed event, resume() and resumeAs() record (ADR 0104 D1):
 Recovery is the kernel's own resume of a crashed execution: EXECUTION_RECOVERED {}
 and nothing else. A resumeAs also records EXECUTION_MIGRATED first.
 
+Code versions (K11, spec/versions.py): an execution is pinned to the version of
+the program it started on (or last migrated to). A resume or recovery on a
+runtime whose registered program for that flow has another version is refused
+code-mismatch; resumeAs onto the new version is the exit. A resumeAs may carry
+a transformState (ADR 0056, spec/transforms.py): applied to the folded _input,
+its outcome recorded as EXECUTION_MIGRATED.migratedInput, never run again.
+
 The ingress of a resume, in order (each step refuses before anything is appended):
 1. the ingress gate: kernel namespace, parked, the parked gate's name (a timed
    park is also woken by TIMER_FIRED);
 2. the binding (ADR 0117 D1, D5): a TIMER_FIRED needs the system grant on a
    strict runtime; any other answer must echo the parked viewDigest;
 3. identity (ADR 0077 D3, ADR 0117 D2): the authenticator, bound to this park;
+3a. the code (K11): a plain resume is refused code-mismatch when the registered
+   program is not the version the execution is pinned to;
 4. shape (ADR 0077): the declared resumeSchemas entry; a timer wake is
    normalised to exactly {wakeAt} instead;
 then APPROVAL_GRANTED {actor, verifiedBy} when an authenticator granted it, the
@@ -45,16 +54,19 @@ from loomcheck.reference.clock import Clock
 from loomcheck.reference.errors import (
     ConfigError,
     EmitRefusedError,
+    FlowCodeMismatchError,
     FlowDefinitionError,
     InputValidationError,
     KernelRefusal,
     ResumePayloadValidationError,
     ResumeRefusedError,
+    StateMigrationError,
 )
 from loomcheck.reference.events import JSON, Event, NotJson, to_plain_json
 from loomcheck.reference.fold import HANDLERS, IN_DOUBT_GATE, TERMINAL, Handler, State, fold
 from loomcheck.reference.interpreter import run_program
 from loomcheck.reference.security import ResumeOptions, Security
+from loomcheck.reference.transforms import apply_transform
 from loomcheck.reference.stores.base import EventStore
 from loomcheck.spec.names import APPROVAL_GRANTED, TIMER_FIRED
 from loomcheck.spec.parsing import Invalid, parse
@@ -93,6 +105,7 @@ class Runtime:
                  clock: Clock | None = None, security: Security | None = None) -> None:
         self.store = store
         self.flows: dict[str, FlowProgram] = {}
+        self.versions: dict[str, str | None] = {}  # flow id -> the code version registered (K11)
         self.context_class = context_class
         self.handlers = handlers
         self.world = world or World()
@@ -100,8 +113,10 @@ class Runtime:
         self.security = security or Security()
 
     # -- flows -----------------------------------------------------------------
-    def register(self, flow_id: str, program: FlowProgram) -> None:
+    def register(self, flow_id: str, program: FlowProgram, version: str | None = None) -> None:
+        """Deploy a flow: a new program under a known id is a new code version."""
         self.flows[flow_id] = program
+        self.versions[flow_id] = version
 
     # -- reading ---------------------------------------------------------------
     def log(self, execution_id: str) -> list[Event]:
@@ -162,7 +177,10 @@ class Runtime:
             if isinstance(parsed, Invalid):
                 raise InputValidationError("invalid-input", f"field {parsed.field}: {parsed.message}")
             value = parsed.value  # ADR 0077: the parsed value is what is recorded
-        Appender(self.store, execution_id, 1)("EXECUTION_STARTED", {"flowId": flow_id, "input": value})
+        started: dict[str, JSON] = {"flowId": flow_id, "input": value}
+        if self.versions.get(flow_id) is not None:
+            started["version"] = self.versions[flow_id]  # the execution is pinned to this code (K11)
+        Appender(self.store, execution_id, 1)("EXECUTION_STARTED", started)
         return self.drive(execution_id)
 
     def resume(self, execution_id: str, event_type: str, payload: JSON,
@@ -171,7 +189,8 @@ class Runtime:
         state, events = self._existing(execution_id)
         self.check_resumable(state, event_type)
         answer = self._plain_payload(payload)
-        answer, grant = self.admit(execution_id, state, events, event_type, answer, options, state.flow_id)
+        answer, grant = self.admit(execution_id, state, events, event_type, answer, options, state.flow_id,
+                                   pinned=True)
         append = Appender(self.store, execution_id, state.sequence + 1)
         self.record_grant(append, grant)
         append(event_type, answer)
@@ -180,8 +199,9 @@ class Runtime:
 
     def resume_as(self, execution_id: str, target_flow: str, event_type: str, payload: JSON,
                   options: ResumeOptions | None = None) -> Driven:
-        """Resume onto another flow (new code). Parked: every check resume runs,
-        against the RECORDED gate. Crashed or terminal: the kernel namespace only."""
+        """Resume onto another flow, or the new version of its own (new code). Parked:
+        every check resume runs, against the RECORDED gate. Crashed or terminal: the
+        kernel namespace only. Then the state transform, then the target's input contract."""
         options = options or ResumeOptions()
         state, events = self._existing(execution_id)
         if event_type in kernel_event_types():
@@ -193,8 +213,9 @@ class Runtime:
             self.check_resumable(state, event_type)
             # ADR 0077 D4: the TARGET flow's declared shape, before EXECUTION_MIGRATED.
             answer, grant = self.admit(execution_id, state, events, event_type, answer, options, target_flow)
+        migrated = self.migrate_state(state, target_flow, options.transform_state)
         append = Appender(self.store, execution_id, state.sequence + 1)
-        append("EXECUTION_MIGRATED", {"fromFlow": state.flow_id, "toFlow": target_flow})
+        append("EXECUTION_MIGRATED", self.migration_record(state, target_flow, options.transform_state, migrated))
         self.record_grant(append, grant)
         append(event_type, answer)
         if state.status == "suspended":
@@ -204,13 +225,51 @@ class Runtime:
             append("EXECUTION_RESUMED", None)
         return self.drive(execution_id)
 
+    def migrate_state(self, state: State, target_flow: str, transform: JSON) -> JSON:
+        """ADR 0056 D1, D3: the transform's outcome on the FOLDED _input (an earlier
+        migration may have replaced it), then the target's input contract on what the
+        target will run with. Either refuses with StateMigrationError before any append."""
+        current = state.variables.get("_input")
+        outcome = current if transform is None else apply_transform(transform, current,
+                                                                    self.flows[target_flow].inputSchema)
+        program = self.flows[target_flow]
+        if program.validateInput and program.inputSchema is not None:
+            parsed = parse(program.inputSchema, outcome)
+            if isinstance(parsed, Invalid):
+                raise StateMigrationError("input-contract", f"the target flow {target_flow!r} does not accept the "
+                                          f"input it would run with (field {parsed.field}: {parsed.message}); "
+                                          f"a transformState can migrate it")
+        return outcome
+
+    def migration_record(self, state: State, target_flow: str, transform: JSON, migrated: JSON) -> dict[str, JSON]:
+        """EXECUTION_MIGRATED: without a transform exactly as before 1.15.0 (ADR 0056 D3)."""
+        record: dict[str, JSON] = {"fromFlow": state.flow_id, "toFlow": target_flow}
+        if state.version is not None:
+            record["fromVersion"] = state.version
+        if self.versions.get(target_flow) is not None:
+            record["toVersion"] = self.versions[target_flow]
+        if transform is not None:
+            record["migratedInput"] = migrated  # D1: the outcome is durable, the function never is
+        return record
+
+    def check_code(self, state: State) -> None:
+        """K11: an execution runs only on the code it is pinned to; resumeAs is the exit."""
+        registered = self.versions.get(state.flow_id or "")
+        if state.version is not None and registered is not None and state.version != registered:
+            raise FlowCodeMismatchError("code-mismatch", f"the execution is pinned to {state.version} of flow "
+                                        f"{state.flow_id!r}, but {registered} is registered; resumeAs onto it "
+                                        f"(with a transformState if its input contract changed)")
+
     def admit(self, execution_id: str, state: State, events: list[Event], event_type: str, answer: JSON,
-              options: ResumeOptions, flow_id: str | None) -> tuple[JSON, Verdict | None]:
-        """After the ingress gate, in order: the binding, identity, then shape (ADR 0077 D3,
-        ADR 0117 D1, D2, D5). The answer to record and the authenticator's grant, if any."""
+              options: ResumeOptions, flow_id: str | None, pinned: bool = False) -> tuple[JSON, Verdict | None]:
+        """After the ingress gate, in order: the binding, identity, the code (a plain
+        resume runs on the code it is pinned to), then shape (ADR 0077 D3, ADR 0117 D1,
+        D2, D5). The answer to record and the authenticator's grant, if any."""
         self.check_binding(state, event_type, answer, options)
         grant = self.authenticate(execution_id, state, events, event_type, answer, options)
         self._require_flow(flow_id)
+        if pinned:
+            self.check_code(state)  # the shape is the pinned code's, which must be the one registered
         answer = self.shape_answer(self.flows[flow_id or ""], state, event_type, answer)
         self.check_answer(state, answer)
         return answer, grant
@@ -311,6 +370,7 @@ class Runtime:
         if state.status in TERMINAL:
             raise ResumeRefusedError("terminal", f"execution is {state.status}; nothing to re-drive")
         self._require_flow(state.flow_id)
+        self.check_code(state)
         # ADR 0104 D1, crashed: EXECUTION_RECOVERED {} and nothing else; it answers no gate.
         Appender(self.store, execution_id, state.sequence + 1)(RECOVERED, {})
         return self.drive(execution_id)
@@ -321,7 +381,10 @@ class Runtime:
         for execution_id in self.store.executions():
             state = self.state(execution_id)
             if state.status in ("running", "pending") and state.flow_id in self.flows:
-                self.recover(execution_id)
+                try:
+                    self.recover(execution_id)
+                except FlowCodeMismatchError:
+                    continue  # pinned to code this runtime no longer has: resumeAs is the exit
                 recovered.append(execution_id)
         return recovered
 

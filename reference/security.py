@@ -20,13 +20,15 @@ class ResumeOptions:
     principal: Any = None             # {actor}: the calling principal, when the call carries one
     discard_legacy_answers: bool = False
     system: bool = False              # the runtime's own grant: only its timer service has it (ADR 0117 D5)
+    transform_state: Any = None       # resumeAs only: {name, ...} from the transform registry (ADR 0056 D1)
 
     @classmethod
     def from_json(cls, options: Any) -> "ResumeOptions":
         if not isinstance(options, dict):
             return cls()
         return cls(proof=options.get("proof"), principal=options.get("principal"),
-                   discard_legacy_answers=options.get("discardLegacyAnswers") is True)
+                   discard_legacy_answers=options.get("discardLegacyAnswers") is True,
+                   transform_state=options.get("transformState"))
 
     def event(self, event_type: str, payload: Any) -> dict[str, Any]:
         """The resume event as an authenticator sees it: exactly what the caller sent."""

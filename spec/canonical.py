@@ -46,7 +46,7 @@ _Path = Optional[tuple[object, Union[str, int]]]
 _Frame = tuple[object, _Path, int]   # (value, where it is, how many containers enclose it)
 
 
-def canonical_json(value: object) -> str:
+def canonical_json(value: object, max_depth: int = MAX_DEPTH) -> str:
     """The RFC 8785 text of `value`, or CanonicalError. Iterative: the stack
     holds output text (str) still to emit and values (_Frame) still to write."""
     out: list[str] = []
@@ -58,8 +58,8 @@ def canonical_json(value: object) -> str:
             continue
         node, path, level = item
         if isinstance(node, (dict, list)):
-            if level + 1 > MAX_DEPTH:  # the container itself is level + 1 deep
-                raise CanonicalError("too-deep", _pointer(path), f"nested deeper than {MAX_DEPTH} arrays/objects")
+            if level + 1 > max_depth:  # the container itself is level + 1 deep
+                raise CanonicalError("too-deep", _pointer(path), f"nested deeper than {max_depth} arrays/objects")
             pieces = _object(node, path, level + 1) if isinstance(node, dict) else _array(node, path, level + 1)
             stack.extend(reversed(pieces))
         else:

@@ -45,6 +45,10 @@ order, from the top, on every run of the flow:
         the program's suspend points, in call order>, on, value}. The position is
         the program's, not the kernel's count of answers consumed, so a kernel
         that serves the wrong entry cannot report a matching index.
+    {"op": "input"}                                   records the input this run was
+        handed, as the application event `loomcheck.input` {value}. A run is
+        handed the folded _input (ADR 0056 D2): the start's, or what the latest
+        state migration recorded. Put first in a body, every run reaches it.
     {"op": "decide", "id": "d", "choice": <json>}      ctx.decide: recorded once as
         DECISION_RECORDED {decisionId, choice, source: "flow"}, replayed after;
         a reserved id (`__loom_...`) fails the run (ADR 0104 D1).
@@ -73,7 +77,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-from loomcheck.spec.names import HUMAN_GATE, IN_DOUBT_GATE, OBSERVED_EVENT, TIMER_FIRED  # noqa: F401  (re-exported)
+from loomcheck.spec.names import HUMAN_GATE, IN_DOUBT_GATE, INPUT_EVENT, OBSERVED_EVENT, TIMER_FIRED  # noqa: F401  (re-exported)
 
 LANGUAGE = "loomcheck-flow/1"
 
@@ -157,6 +161,10 @@ class ObserveOp(_Op):
     op: Literal["observe"]
 
 
+class InputOp(_Op):
+    op: Literal["input"]
+
+
 class EmitOp(_Op):
     op: Literal["emit"]
     type: str = Field(min_length=1)
@@ -182,7 +190,7 @@ class ParallelOp(_Op):
     branches: list[Branch] = Field(min_length=1)
 
 
-Op = Annotated[Union[StepOp, SuspendOp, SleepOp, ObserveOp, EmitOp, CompleteOp, DecideOp, ParallelOp],
+Op = Annotated[Union[StepOp, SuspendOp, SleepOp, ObserveOp, InputOp, EmitOp, CompleteOp, DecideOp, ParallelOp],
                Field(discriminator="op")]
 
 

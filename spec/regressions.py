@@ -52,6 +52,8 @@ class ResumeOptionsModel(_Model):
     proof: JsonValue = Field(default=None, description="{actor, exp, signature}: the approver's signature (spec/signing.md)")
     principal: JsonValue = Field(default=None, description="{actor}: the calling principal, when the call carries one")
     discardLegacyAnswers: bool = False
+    transformState: dict[str, JsonValue] | None = Field(
+        default=None, description="resume-as only: {name, ...arguments}, a transform from the registry (spec/transforms.py, ADR 0056)")
 
 
 class ResumeModel(_Model):

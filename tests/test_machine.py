@@ -35,6 +35,8 @@ def _run(record: list[str] | None = None, counts: Counter | None = None) -> int:
                 counts[event["type"]] += 1
                 if event["type"] == "EXECUTION_SUSPENDED" and "stepId" in payload.get("condition", {}):
                     counts["park with stepId"] += 1
+                if event["type"] == "EXECUTION_MIGRATED" and "migratedInput" in payload:
+                    counts["state migrated"] += 1
                 if event["type"] == "EXECUTION_FAILED":
                     counts["failed:" + str((payload.get("error") or {}).get("reason"))] += 1
         return step
@@ -73,6 +75,9 @@ def test_the_ci_profile_reaches_every_situation_it_checks() -> None:
         "refused:terminal": 5, "refused:not-a-verdict": 1, "refused:invalid-input": 1, "refused:invalid-payload": 5,
         "failed:kernel-type": 1, "failed:invalid-meter": 1, "failed:reserved-decision-id": 1,
         "failed:in-doubt verdict: failed": 1,
+        # ADR 0056: redeployed code refusing plain resumes, transforms that migrate and that refuse
+        "refused:code-mismatch": 20, "state migrated": 20, "refused:input-contract": 5, "refused:transform-failed": 5,
+        "refused:transform-returned-nothing": 1, "refused:unknown-transform": 1,
     }
     short = {name: counts[name] for name, least in must_reach.items() if counts[name] < least}
     assert not short, f"the CI profile reached these too rarely (seen, against the floor {must_reach}): {short}"

@@ -367,7 +367,9 @@ def test_refusal_table_is_the_spec() -> None:
         "invalid-meter", "invalid-quota", "reserved-decision-id", "decision-conflict", "invalid-emit", "not-a-verdict",
         # ADR 0117
         "view-digest-mismatch", "unauthenticated", "park-not-located", "timer-wake-not-system",
-        "strict-needs-authenticator", "weak-secret"}
+        "strict-needs-authenticator", "weak-secret",
+        # ADR 0056 (tests/test_migration.py)
+        "code-mismatch", "transform-failed", "transform-returned-nothing", "unknown-transform", "input-contract"}
 
 
 @pytest.mark.parametrize("kernel_type", KERNEL_TYPES)
@@ -542,8 +544,7 @@ def test_matching_input_is_recorded_as_parsed(driver: ReferenceDriver) -> None:
     ok(driver.start("x", "f", {"id": "a", "opts": {"retries": 5}}))
     started = driver.read_log("x")[0]
     assert started["type"] == "EXECUTION_STARTED"
-    assert started["payload"] == {"flowId": "f",
-                                  "input": {"id": "a", "opts": {"retries": 5, "mode": "safe"}, "n": 0}}
+    assert started["payload"]["input"] == {"id": "a", "opts": {"retries": 5, "mode": "safe"}, "n": 0}
     assert driver.read_state("x")["variables"]["_input"] == started["payload"]["input"]
 
 
@@ -563,7 +564,7 @@ def test_input_without_validation_is_recorded_as_given(driver: ReferenceDriver) 
     define(driver, "f", gate("go1"), inputSchema=SCHEMA)
     given_input = {"id": 7, "opts": {}}
     ok(driver.start("x", "f", given_input))
-    assert driver.read_log("x")[0]["payload"] == {"flowId": "f", "input": {"id": 7, "opts": {}}}
+    assert driver.read_log("x")[0]["payload"]["input"] == {"id": 7, "opts": {}}
     define(driver, "g", gate("go1"))
     ok(driver.start("y", "g", [1, "two", None]))
     assert driver.read_log("y")[0]["payload"]["input"] == [1, "two", None]

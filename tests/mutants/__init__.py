@@ -59,4 +59,13 @@ CATCHES: dict[str, tuple[str, ...]] = {
     "caller_timer_under_strict": ("approvals.timer-system-only",),
     "late_timers": ("approvals.timer-fires",),
     "strict_without_authenticator": ("approvals.strict-needs-authenticator",),
+    # ADR 0056 and the code versions it builds on
+    "unpinned_code": ("version.pinned",),
+    "stale_pin": ("version.recorded",),
+    "transform_on_raw_input": ("migration.outcome-recorded",),
+    "appending_failed_transform": ("migration.failed-transform-refused", "refusal.append-nothing"),
+    "pre_115_fold": ("migration.fold-replaces-input",),
+    "raw_started_input": ("migration.runs-read-fold",),
+    "rerunning_transform": ("migration.never-reruns",),
+    "no_contract_check": ("migration.target-input-contract",),
 }

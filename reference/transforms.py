@@ -1,0 +1,107 @@
+"""The reference's transform registry (spec/transforms.py): each built-in is a
+pure function of the folded input (and, for `parse`, the target flow's
+inputSchema). A transform that raises, or returns NOTHING, refuses the
+migration (ADR 0056 D3)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Mapping
+
+from loomcheck.reference.errors import StateMigrationError
+from loomcheck.spec.parsing import Invalid, parse
+from loomcheck.spec.transforms import ARGUMENTS
+
+JSON = Any
+
+
+class _Nothing:
+    """JavaScript's undefined: what a transform returns when it returns nothing."""
+
+    def __repr__(self) -> str:
+        return "NOTHING"
+
+
+NOTHING = _Nothing()
+
+
+class TransformRaised(Exception):
+    pass
+
+
+def _object(value: JSON) -> dict[str, JSON]:
+    if not isinstance(value, dict):
+        raise TransformRaised(f"the input is {type(value).__name__}, not an object")
+    return dict(value)
+
+
+def _rename(value: JSON, spec: Mapping[str, JSON], schema: JSON) -> JSON:
+    moved = _object(value)
+    if spec["from"] in moved:
+        moved[spec["to"]] = moved.pop(spec["from"])
+    return moved
+
+
+def _default(value: JSON, spec: Mapping[str, JSON], schema: JSON) -> JSON:
+    filled = _object(value)
+    filled.setdefault(spec["field"], copy.deepcopy(spec.get("value")))
+    return filled
+
+
+def _wrap(value: JSON, spec: Mapping[str, JSON], schema: JSON) -> JSON:
+    return {spec["key"]: value}
+
+
+def _parse(value: JSON, spec: Mapping[str, JSON], schema: JSON) -> JSON:
+    if not isinstance(schema, dict):
+        raise TransformRaised("the target flow declares no inputSchema to parse with")
+    parsed = parse(schema, value)
+    if isinstance(parsed, Invalid):
+        raise TransformRaised(f"field {parsed.field}: {parsed.message}")
+    return parsed.value
+
+
+def _fail(value: JSON, spec: Mapping[str, JSON], schema: JSON) -> JSON:
+    raise TransformRaised(str(spec["message"]))
+
+
+def _nothing(value: JSON, spec: Mapping[str, JSON], schema: JSON) -> JSON:
+    return NOTHING
+
+
+REGISTRY: Mapping[str, Callable[[JSON, Mapping[str, JSON], JSON], JSON]] = {
+    "rename": _rename, "default": _default, "wrap": _wrap, "parse": _parse, "fail": _fail, "nothing": _nothing,
+}
+
+
+def check_spec(spec: JSON) -> Callable[[JSON, Mapping[str, JSON], JSON], JSON]:
+    """The registered function a transformState names, or StateMigrationError
+    (unknown-transform). Own names only: `__proto__` is an unknown transform."""
+    name = spec.get("name") if isinstance(spec, dict) else None
+    if type(name) is not str or name not in REGISTRY:
+        raise StateMigrationError("unknown-transform", f"no transform named {name!r} is registered "
+                                                       f"(built-ins: {', '.join(REGISTRY)})")
+    wanted = ARGUMENTS[name]
+    for arg in spec:
+        if arg != "name" and arg not in wanted:
+            raise StateMigrationError("unknown-transform", f"transform {name!r} takes no {arg!r}")
+    for arg, kind in wanted.items():
+        if arg not in spec:
+            if not kind.endswith("?"):
+                raise StateMigrationError("unknown-transform", f"transform {name!r} needs {arg!r}")
+        elif kind.startswith("text") and type(spec[arg]) is not str:
+            raise StateMigrationError("unknown-transform", f"transform {name!r}: {arg!r} must be text")
+    return REGISTRY[name]
+
+
+def apply_transform(spec: JSON, value: JSON, target_schema: JSON) -> JSON:
+    """The outcome to record as migratedInput, or StateMigrationError (ADR 0056 D3)."""
+    function = check_spec(spec)
+    try:
+        outcome = function(copy.deepcopy(value), {"message": "the transform raised", **spec}, target_schema)
+    except TransformRaised as raised:
+        raise StateMigrationError("transform-failed", f"transformState {spec['name']!r} raised: {raised}") from None
+    if outcome is NOTHING:
+        raise StateMigrationError("transform-returned-nothing",
+                                  f"transformState {spec['name']!r} returned nothing; the migration needs an input")
+    return outcome
