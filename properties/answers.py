@@ -67,19 +67,19 @@ def gates_get_their_own_answers(step: Step, trace: Trace) -> Iterator[Violation]
         return
     snapshot = trace.snapshots.get(step.execution)
     for seen in observations(fresh(step)):
+        # Judged by what the gate received: the entries holding that value (its position is
+        # gate.i-receives-entry-i's to judge), of which one must have been recorded at its gate.
         served = served_answers(step.log_after, snapshot, seen.seq)
-        if seen.gate >= len(served):
-            continue  # gate.i-receives-entry-i reports a gate that passed with no entry
-        entry = served[seen.gate]
-        if entry.seq is None:
-            continue  # from a snapshot: what it answered is not in the retained log
-        if entry.parked_on != seen.on:
-            where = f"parked on {entry.parked_on!r}" if entry.parked_on else "parked at no gate"
-            yield Violation("answer.addressed-while-parked",
-                            f"{seen.on!r} passed with entry {seen.gate} (#{seen.seq}), which #{entry.seq} recorded while the "
-                            f"execution was {where}: no resume addressed {seen.on!r} while it was parked.",
-                            (entry.seq, seen.seq))
-            return
+        received = [e for e in served if json_equal(e.payload, seen.value)]
+        if not received or any(e.seq is None or e.parked_on == seen.on for e in received):
+            continue  # nobody gave it (gate.i-receives-entry-i), a snapshot's entry, or its own answer
+        entry = received[0]
+        where = f"parked on {entry.parked_on!r}" if entry.parked_on else "parked at no gate"
+        yield Violation("answer.addressed-while-parked",
+                        f"{seen.on!r} passed (#{seen.seq}) with {show(seen.value, 40)}, the answer #{entry.seq} recorded "
+                        f"while the execution was {where}: no resume addressed {seen.on!r} while it was parked.",
+                        (entry.seq, seen.seq))
+        return
 
 
 @predicate("recovery.records-no-answer")

@@ -277,7 +277,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
         def resume_as(self, execution: str, flow: str, payload: Any, resolution: str, name: str,
                       transform: dict[str, Any] | None) -> None:
             """Onto another flow or the new version of its own, perhaps migrating its input
-            (ADR 0056): run twice on one execution, a migration of a migrated input."""
+            (ADR 0056); run again on the same execution, it migrates an input already migrated."""
             parked = self.parked(execution)
             if parked is not None and name == "Redeploy":
                 name = parked["on"]  # the recorded gate, which the operator can read
@@ -298,21 +298,26 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             return None
 
         @rule(execution=executions, program=program_strategy, evolve=st.booleans(), plain_first=st.booleans(),
-              transform=st.none() | s.transforms, again=st.none() | s.transforms | s.transforms, payload=s.answers)
+              transform=st.none() | s.transforms, again=st.none() | s.transforms | s.transforms, payload=s.answers,
+              then=st.booleans())
         @supports("code-versions")
         def deploy_a_new_version(self, execution: str, program: dict[str, Any], evolve: bool, plain_first: bool,
-                                 transform: dict[str, Any] | None, again: dict[str, Any] | None, payload: Any) -> None:
+                                 transform: dict[str, Any] | None, again: dict[str, Any] | None, payload: Any,
+                                 then: bool) -> None:
             """ADR 0056's scenario: new code is deployed under the flow an execution runs on (K11:
             the execution stays pinned to the old version), half the time the old body with an
             evolved input contract; a plain resume, which the changed code refuses; then the exit,
             a resumeAs onto the new version, perhaps with a transformState; perhaps a second
-            migration, whose transform meets the input the first one recorded."""
+            migration, whose transform meets the input the first one recorded; perhaps a plain
+            resume after them, a re-run that must be handed the recorded input."""
             flow = flow_id_of(self.log_of(execution))
             current = self.deployed(flow) if flow is not None else None
             if current is None:
                 return
             if evolve and "input-validation" in features:
                 program = {**current, "inputSchema": s.EVOLVED_INPUT_SCHEMA, "validateInput": True}
+                if "resume-schemas" in features:  # the answers' contract evolves too (ADR 0077 D4)
+                    program["resumeSchemas"] = s.evolved_resume_schemas(current)
             self.apply(Define(flow, program))
             if "resume-as" not in features:
                 return
@@ -321,7 +326,9 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 self.apply(Resume(execution, gate, answer, options))
             step = self.apply(ResumeAs(execution, flow, *self.migration_call(execution, payload, transform)))
             if again is not None and step.outcome.ok:
-                self.apply(ResumeAs(execution, flow, *self.migration_call(execution, payload, again)))
+                step = self.apply(ResumeAs(execution, flow, *self.migration_call(execution, payload, again)))
+            if then and step.outcome.ok:
+                self.answer_gates_until_done(execution, [payload, payload], "succeeded")
 
         def migration_call(self, execution: str, payload: Any, transform: dict[str, Any] | None) -> tuple[str, Any, Any]:
             """(gate, answer, options) of an operator's resumeAs: the recorded gate answered as an
@@ -386,12 +393,14 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
         def recover(self, execution: str) -> None:
             self.apply(Recover(execution))
 
-        @rule(execution=executions, payload=s.answers)
+        @rule(execution=executions, payload=s.answers, pick=st.integers(0, 3))
         @supports("timers")
-        def wake_a_timer_as_a_caller(self, execution: str, payload: Any) -> None:
+        def wake_a_timer_as_a_caller(self, execution: str, payload: Any, pick: int) -> None:
             """A caller's TIMER_FIRED, perhaps carrying {approved: true}: under strict it is
-            refused; otherwise it is a timeout carrying only wakeAt, never an approval (D5)."""
-            self.apply(Resume(execution, TIMER_FIRED, payload))
+            refused; otherwise it is a timeout carrying only wakeAt, never an approval (D5).
+            It goes to an execution with a timed park, when there is one."""
+            timed = sorted(self.timed)
+            self.apply(Resume(timed[pick % len(timed)] if timed else execution, TIMER_FIRED, payload))
 
         @rule(execution=executions, decision=s.approvals, pick=st.integers(0, 7),
               fault=st.sampled_from(s.APPROVAL_FAULTS))
@@ -404,6 +413,8 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             covers, when there is one."""
             waiting = [x for x in session.executions()
                        if covers(session.trace.security, (self.parked(x) or {}).get("on", ""))]
+            if not waiting and covers(session.trace.security, "approve"):
+                waiting = [x for x in [self.approval_loop({"proposal": pick}, False, False)] if x is not None]
             execution = waiting[pick % len(waiting)] if waiting else execution
             parked = self.parked(execution)
             gate = parked["on"] if parked else "approve"
@@ -441,26 +452,47 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             """An execution of the ADR's own shape: a loop that parks twice on one approval
             gate showing the same proposal, perhaps timed, perhaps with a declared contract
             (which must let viewDigest through). Approvals and replays of them land here."""
-            program: dict[str, Any] = {"body": [
+            return self.approval_loop(view, timed, typed) or multiple()
+
+        def approval_loop(self, view: Any, timed: bool, typed: bool) -> str | None:
+            program: dict[str, Any] = {"body": self.inputs_first([
                 {"op": "suspend", "on": "approve", "view": view}, {"op": "observe"},
-                {"op": "suspend", "on": "approve", "view": view}, {"op": "observe"}, {"op": "complete"}]}
+                {"op": "suspend", "on": "approve", "view": view}, {"op": "observe"}, {"op": "complete"}])}
+            if "view-digest" not in features:
+                program["body"] = [{k: v for k, v in op.items() if k != "view"} for op in program["body"]]
             if timed and "timers" in features:
-                program["body"][0]["timeout"] = s.TIMEOUTS[1]
+                next(op for op in program["body"] if op["op"] == "suspend")["timeout"] = s.TIMEOUTS[1]
             if typed and "resume-schemas" in features:
                 program["resumeSchemas"] = {"approve": s.DIGESTED_APPROVAL_SCHEMA}
             flow = self.define(program)
-            return self.start(flow, s.LEGACY_INPUT) if isinstance(flow, str) else multiple()
+            started = self.start(flow, s.LEGACY_INPUT) if isinstance(flow, str) else None
+            return started if isinstance(started, str) else None
 
         @rule(target=executions, at=st.sampled_from(("after-effect", "before-effect")),
-              attempts=st.sampled_from(([1], [1, 2])), output=s.payloads)
+              attempts=st.sampled_from(([1], [1, 2])), output=s.payloads,
+              verdict=st.none() | st.sampled_from(s.VERDICTS))
         @supports("in-doubt")
-        def crash_in_doubt(self, at: str, attempts: list[int], output: Any):
+        def crash_in_doubt(self, at: str, attempts: list[int], output: Any, verdict: str | None):
             """ADR 0104's own case, directly: a non-idempotent effect whose worker dies, so the
-            next drive is in doubt and an operator's verdict decides; then a gate."""
-            flow = self.define({"body": [
+            next drive is in doubt and an operator's verdict decides; then a gate. Perhaps
+            driven there at once: recovered, then the verdict given."""
+            flow = self.define({"body": self.inputs_first([
                 {"op": "step", "id": "charge", "kind": "non-idempotent", "output": output,
                  "crash": {"at": at, "attempts": attempts}},
-                {"op": "suspend", "on": "go3"}, {"op": "observe"}, {"op": "complete"}]})
+                {"op": "suspend", "on": "go3"}, {"op": "observe"}, {"op": "complete"}])})
+            execution = self.start(flow, s.LEGACY_INPUT) if isinstance(flow, str) else None
+            if isinstance(execution, str) and verdict is not None:
+                self.answer_gates_until_done(execution, [output, output], verdict)
+            return execution if isinstance(execution, str) else multiple()
+
+        @rule(target=executions, human_gate=st.sampled_from(s.HUMAN_GATES))
+        @supports("human-steps")
+        def a_human_step_then_a_gate(self, human_gate: str):
+            """ADR 0104 D1's human step directly: its answer completes it, and every re-run
+            replays it by consuming that entry again, so the gate after it never gets it."""
+            flow = self.define({"body": self.inputs_first([
+                {"op": "step", "id": "review", "kind": "human", "on": human_gate}, {"op": "observe"},
+                {"op": "suspend", "on": "go3"}, {"op": "observe"}, {"op": "complete"}])})
             return self.start(flow, s.LEGACY_INPUT) if isinstance(flow, str) else multiple()
 
         @rule(target=executions, decision=st.sampled_from(s.DECISION_IDS), choices=st.tuples(st.integers(0, 2),
@@ -469,12 +501,16 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
         def decide_inside_an_effect(self, decision: str, choices: tuple[int, int]):
             """ADR 0104 D1 directly: an effect emits a decision under an id the flow then
             decides itself; the effect's must land in its own namespace, never pre-empt it."""
-            flow = self.define({"body": [
+            flow = self.define({"body": self.inputs_first([
                 {"op": "step", "id": "tool", "output": None,
                  "emits": [{"type": "DECISION_RECORDED", "payload": {"decisionId": decision, "choice": choices[0]}}]},
                 {"op": "decide", "id": decision if not decision.startswith("__loom_") else "d1", "choice": choices[1]},
-                {"op": "suspend", "on": "go3"}, {"op": "observe"}, {"op": "complete"}]})
+                {"op": "suspend", "on": "go3"}, {"op": "observe"}, {"op": "complete"}])})
             return self.start(flow, s.LEGACY_INPUT) if isinstance(flow, str) else multiple()
+
+        def inputs_first(self, body: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            """A purpose-built flow records the input each run is handed (ADR 0056 D2) too."""
+            return ([{"op": "input"}] if "state-migration" in features else []) + body
 
         def remember(self, step: Any) -> None:
             if step.outcome.ok and isinstance(step.op, Resume) and (step.op.options or {}).get("proof"):

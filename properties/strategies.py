@@ -218,8 +218,21 @@ FAILING_TRANSFORMS: tuple[dict[str, Any], ...] = (
     {"name": "__proto__"},
     {"name": "rename", "from": 1, "to": "key"},
 )
+def evolved_resume_schemas(program: dict[str, Any]) -> dict[str, Any]:
+    """A new version's answer contract: every gate of the old body now declares the approval
+    shape (open, so a viewDigest passes), which the old version did not require."""
+    from loomcheck.spec.names import TIMER_FIRED
+    from loomcheck.spec.programs import FlowProgram
+
+    try:
+        names = FlowProgram.model_validate(program).gates()
+    except ValueError:
+        return {}
+    return {name: OPEN_APPROVAL_SCHEMA for name in sorted(set(names) - {TIMER_FIRED})}
+
+
 # Mostly transforms that work (on an object input), so migrations happen and are judged.
-transforms = st.sampled_from(WORKING_TRANSFORMS * 2 + FAILING_TRANSFORMS)
+transforms = st.sampled_from(WORKING_TRANSFORMS * 3 + FAILING_TRANSFORMS)
 
 
 # -- ADR 0117: who may approve, and how the machine signs --------------------------------
@@ -248,6 +261,7 @@ SECURITY_CHOICES = ([None] + ["permissive with an authenticator"] * 4 + ["strict
 # One thing wrong with an approval at a time (or nothing), so a failure says which.
 APPROVAL_FAULTS = ("none", "none", "none", "retired key", "bob signs", "principal is the signer", "wrong key",
                    "unknown actor", "no proof", "another execution", "an earlier park", "a later park",
+                   "an earlier park", "a later park",  # the binding to one park: weighted, it is D2's point
                    "digest omitted", "digest stale", "expired", "expires now", "principal is bob", "payload altered",
                    "gate altered", "discard flag added")
 # (who signs, with which secret): the right keys, a retired one, a wrong one, an unknown actor, or nobody.
