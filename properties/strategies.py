@@ -218,6 +218,8 @@ FAILING_TRANSFORMS: tuple[dict[str, Any], ...] = (
     {"name": "__proto__"},
     {"name": "rename", "from": 1, "to": "key"},
 )
+
+
 def evolved_resume_schemas(program: dict[str, Any]) -> dict[str, Any]:
     """A new version's answer contract: every gate of the old body now declares the approval
     shape (open, so a viewDigest passes), which the old version did not require."""
