@@ -102,7 +102,7 @@ def operations_need(operations: list[Operation]) -> set[str]:
             needs.add("restart")
         if isinstance(op, Define):
             needs |= program_features(op.program)
-        options = op.options or {} if isinstance(op, (Resume, ResumeAs)) else {}
+        options = (op.options or {}) if isinstance(op, (Resume, ResumeAs)) else {}
         if isinstance(op, Configure) or set(options) - {"transformState"}:
             needs.add("security")
         if "transformState" in options:

@@ -128,14 +128,14 @@ class Session:
         if isinstance(op, Configure) and outcome.ok:
             self.trace.security = dict(op.config)
         if isinstance(op, Define) and outcome.ok:
-            self.trace.registered[op.flow] = _version_of(op.program)
+            version = self.trace.registered[op.flow] = _version_of(op.program)
             try:
                 self.trace.flows[op.flow] = FlowProgram.model_validate(op.program)
             except ValidationError:
                 self.trace.flows.pop(op.flow, None)  # accepted, though the spec does not: predicates see no flow
             else:
-                if self.trace.registered[op.flow] is not None:
-                    self.trace.by_version[self.trace.registered[op.flow]] = self.trace.flows[op.flow]
+                if version is not None:
+                    self.trace.by_version[version] = self.trace.flows[op.flow]
         if isinstance(op, Load) and outcome.ok and op.snapshot is not None:
             self.trace.snapshots[op.execution] = op.snapshot
         after: list[dict[str, JSON]] = []

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from loomcheck.spec.names import IN_DOUBT_GATE, OBSERVED_EVENT
+from loomcheck.spec.versions import pinned_version
 
 JSON = Any
 IN_DOUBT = IN_DOUBT_GATE
@@ -200,8 +201,6 @@ def code_changed(registered: dict[str, str | None], log: list[dict[str, JSON]],
     """The execution is pinned to a code version other than the one registered for
     its flow now (spec/versions.py): a plain resume or recovery must be refused
     code-mismatch, so no answer, verdict or wake is due."""
-    from loomcheck.spec.versions import pinned_version
-
     pinned = pinned_version(log, snapshot)
     now = registered.get(flow_id_of(log, snapshot) or "")
     return pinned is not None and now is not None and pinned != now

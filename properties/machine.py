@@ -278,17 +278,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                       transform: dict[str, Any] | None) -> None:
             """Onto another flow or the new version of its own, perhaps migrating its input
             (ADR 0056); run again on the same execution, it migrates an input already migrated."""
-            parked = self.parked(execution)
-            if parked is not None and name == "Redeploy":
-                name = parked["on"]  # the recorded gate, which the operator can read
-            answer = self.answer_for(parked, payload, resolution) if parked else payload
-            if parked is not None and name == parked["on"]:
-                answer, options = self.approval(execution, parked, name, answer)
-            else:
-                options = None
-            if transform is not None and "state-migration" in features:
-                options = {**(options or {}), "transformState": transform}
-            self.apply(ResumeAs(execution, flow, name, answer, options))
+            self.apply(ResumeAs(execution, flow, *self.migration_call(execution, payload, transform, name, resolution)))
 
         def deployed(self, flow: str) -> dict[str, Any] | None:
             """The program last deployed under a flow id, as it was sent."""
@@ -330,13 +320,16 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             if then and step.outcome.ok:
                 self.answer_gates_until_done(execution, [payload, payload], "succeeded")
 
-        def migration_call(self, execution: str, payload: Any, transform: dict[str, Any] | None) -> tuple[str, Any, Any]:
-            """(gate, answer, options) of an operator's resumeAs: the recorded gate answered as an
-            approver would (a verdict when in doubt), or a Redeploy of an unparked execution."""
+        def migration_call(self, execution: str, payload: Any, transform: dict[str, Any] | None,
+                           name: str = "Redeploy", resolution: str = "succeeded") -> tuple[str, Any, Any]:
+            """(gate, answer, options) of an operator's resumeAs: "Redeploy" names the recorded
+            gate when the execution is parked (which the operator can read), answered as an
+            approver would (a verdict when in doubt); any other name is sent as it is."""
             parked = self.parked(execution)
-            gate = parked["on"] if parked else "Redeploy"
-            answer = self.answer_for(parked, payload, "succeeded") if parked else payload
-            answer, options = self.approval(execution, parked, gate, answer) if parked else (answer, None)
+            gate = parked["on"] if parked is not None and name == "Redeploy" else name
+            answer = self.answer_for(parked, payload, resolution) if parked else payload
+            answer, options = self.approval(execution, parked, gate, answer) \
+                if parked is not None and gate == parked["on"] else (answer, None)
             if transform is not None and "state-migration" in features:
                 options = {**(options or {}), "transformState": transform}
             return gate, answer, options

@@ -69,7 +69,7 @@ from loomcheck.reference.security import ResumeOptions, Security
 from loomcheck.reference.transforms import apply_transform
 from loomcheck.reference.stores.base import EventStore
 from loomcheck.spec.names import APPROVAL_GRANTED, TIMER_FIRED
-from loomcheck.spec.parsing import Invalid, parse
+from loomcheck.spec.parsing import Invalid, Parsed, parse
 from loomcheck.spec.programs import FlowProgram
 from loomcheck.spec.vocabulary import kernel_event_types
 
@@ -172,10 +172,10 @@ class Runtime:
             value = to_plain_json(input)
         except NotJson as exc:
             raise InputValidationError("invalid-input", f"input is not JSON: {exc}") from None
-        if program.validateInput and program.inputSchema is not None:
-            parsed = parse(program.inputSchema, value)
-            if isinstance(parsed, Invalid):
-                raise InputValidationError("invalid-input", f"field {parsed.field}: {parsed.message}")
+        parsed = self.input_contract(program, value)
+        if isinstance(parsed, Invalid):
+            raise InputValidationError("invalid-input", f"field {parsed.field}: {parsed.message}")
+        if parsed is not None:
             value = parsed.value  # ADR 0077: the parsed value is what is recorded
         started: dict[str, JSON] = {"flowId": flow_id, "input": value}
         if self.versions.get(flow_id) is not None:
@@ -229,17 +229,23 @@ class Runtime:
         """ADR 0056 D1, D3: the transform's outcome on the FOLDED _input (an earlier
         migration may have replaced it), then the target's input contract on what the
         target will run with. Either refuses with StateMigrationError before any append."""
-        current = state.variables.get("_input")
-        outcome = current if transform is None else apply_transform(transform, current,
-                                                                    self.flows[target_flow].inputSchema)
         program = self.flows[target_flow]
-        if program.validateInput and program.inputSchema is not None:
-            parsed = parse(program.inputSchema, outcome)
-            if isinstance(parsed, Invalid):
-                raise StateMigrationError("input-contract", f"the target flow {target_flow!r} does not accept the "
-                                          f"input it would run with (field {parsed.field}: {parsed.message}); "
-                                          f"a transformState can migrate it")
+        current = state.variables.get("_input")
+        outcome = current if transform is None else apply_transform(transform, current, program.inputSchema)
+        parsed = self.input_contract(program, outcome)
+        if isinstance(parsed, Invalid):
+            raise StateMigrationError("input-contract", f"the target flow {target_flow!r} does not accept the "
+                                      f"input it would run with (field {parsed.field}: {parsed.message}); "
+                                      f"a transformState can migrate it")
         return outcome
+
+    @staticmethod
+    def input_contract(program: FlowProgram, value: JSON) -> Parsed | Invalid | None:
+        """The flow's declared input contract applied to an input it would run with;
+        None when it validates no input (ADR 0077 Context)."""
+        if not program.validateInput or program.inputSchema is None:
+            return None
+        return parse(program.inputSchema, value)
 
     def migration_record(self, state: State, target_flow: str, transform: JSON, migrated: JSON) -> dict[str, JSON]:
         """EXECUTION_MIGRATED: without a transform exactly as before 1.15.0 (ADR 0056 D3)."""

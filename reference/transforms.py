@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping
 
 from loomcheck.reference.errors import StateMigrationError
 from loomcheck.spec.parsing import Invalid, parse
-from loomcheck.spec.transforms import ARGUMENTS
+from loomcheck.spec.transforms import argument_problem
 
 JSON = Any
 
@@ -77,21 +77,10 @@ REGISTRY: Mapping[str, Callable[[JSON, Mapping[str, JSON], JSON], JSON]] = {
 def check_spec(spec: JSON) -> Callable[[JSON, Mapping[str, JSON], JSON], JSON]:
     """The registered function a transformState names, or StateMigrationError
     (unknown-transform). Own names only: `__proto__` is an unknown transform."""
-    name = spec.get("name") if isinstance(spec, dict) else None
-    if type(name) is not str or name not in REGISTRY:
-        raise StateMigrationError("unknown-transform", f"no transform named {name!r} is registered "
-                                                       f"(built-ins: {', '.join(REGISTRY)})")
-    wanted = ARGUMENTS[name]
-    for arg in spec:
-        if arg != "name" and arg not in wanted:
-            raise StateMigrationError("unknown-transform", f"transform {name!r} takes no {arg!r}")
-    for arg, kind in wanted.items():
-        if arg not in spec:
-            if not kind.endswith("?"):
-                raise StateMigrationError("unknown-transform", f"transform {name!r} needs {arg!r}")
-        elif kind.startswith("text") and type(spec[arg]) is not str:
-            raise StateMigrationError("unknown-transform", f"transform {name!r}: {arg!r} must be text")
-    return REGISTRY[name]
+    problem = argument_problem(spec)
+    if problem is not None:
+        raise StateMigrationError("unknown-transform", problem)
+    return REGISTRY[spec["name"]]
 
 
 def apply_transform(spec: JSON, value: JSON, target_schema: JSON) -> JSON:
