@@ -13,10 +13,12 @@ is merely not-applicable; a kernel refuses it anyway, at the gate-name check),
 and must judge time by `now`, which must be before `exp`. Every context carries
 no principal, so `requireActor` does not matter.
 
-Not here, on purpose: an integer exp sent as a float (1.7e12 and 1700000000000
-are one JSON number, and a JavaScript kernel cannot tell them apart), and
-payload numbers re-spelled (1 and 1.0 have one canonical form): neither is a
-change a kernel could be required to see (spec/signing.md).
+Not here, on purpose: an integer exp (or override count) sent as a float
+(1.7e12 and 1700000000000 are one JSON number, and a JavaScript kernel cannot
+tell them apart), payload numbers re-spelled (1 and 1.0 have one canonical
+form), and `null` or `false` put where there was no override (absent, null and
+false are one signed text, ADR 0104 D2): none is a change a kernel could be
+required to see (spec/signing.md).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from loomcheck.reference.approvals import sign_resume
+from loomcheck.reference.approvals import sign_resume, signed_discard
 
 __all__ = ["CATEGORIES", "event_type_variants", "tamperings"]
 
@@ -37,6 +39,10 @@ CATEGORIES = (
 )
 
 MAX_LEAVES = 32  # payload leaves changed one at a time, at most
+MAX_COUNT = 2**53 - 1  # an override's count is a JSON-safe integer (spec/signing.md)
+# Overrides attached to an approval signed without one. Count 0 ("discard nothing")
+# is there for a verifier that reads a zero count as no override (ADR 0104 D2).
+ATTACHED_OVERRIDES = ({"stepId": "review", "count": 0}, {"stepId": "review", "count": 1})
 
 Triple = tuple[str, dict, dict | None]
 
@@ -156,12 +162,10 @@ def tamperings(event: dict, *, actor: str, secret: str, exp: int, execution_id: 
     elif isinstance(payload, dict):
         yield "view-digest", after(payload_to={**payload, "viewDigest": "v2:" + "0" * 64}), context()
 
-    discard = valid.get("discardLegacyAnswers", False) is True
-    yield "discard-legacy-answers", after(discardLegacyAnswers=not discard), context()
-    if discard:
-        without = after()
-        del without["discardLegacyAnswers"]
-        yield "discard-legacy-answers", without, context()
+    # ADR 0104 D2: the signature MUST cover the operator override, so attaching one,
+    # altering its count or its stepId, or removing a signed one is a tampering.
+    for tampered in _override_tamperings(valid):
+        yield "discard-legacy-answers", tampered, context()
 
     yield "actor", after(proof={"actor": other_name}), context()
     if actor.swapcase() != actor:
@@ -223,6 +227,30 @@ def tamperings(event: dict, *, actor: str, secret: str, exp: int, execution_id: 
     for missing in (None, {}, {"executionId": execution_id}, context(parkedAtSequence=None),
                     context(parkedAtSequence=0), context(executionId=None), context(parkedAtSequence=True)):
         yield "no-park-context", copy.deepcopy(valid), copy.deepcopy(missing)
+
+
+def _override_tamperings(valid: dict) -> Iterator[dict]:
+    """The validly signed `valid` with its discardLegacyAnswers attached, altered or
+    removed: every variant signs differently (ADR 0104 D2, spec/signing.md section 2)."""
+    override = signed_discard(valid.get("discardLegacyAnswers"))  # `valid` was signed, so this is well formed
+    if override is False:
+        for attached in ATTACHED_OVERRIDES:
+            yield {**copy.deepcopy(valid), "discardLegacyAnswers": dict(attached)}
+        return
+    step_id, count = override["stepId"], override["count"]
+    counts = (count + 1 if count < MAX_COUNT else count - 1, count - 1 if count > 0 else count + 2,
+              0 if count != 0 else MAX_COUNT)
+    for changed in dict.fromkeys(counts):  # deduplicated, in order
+        if changed != count:
+            yield {**copy.deepcopy(valid), "discardLegacyAnswers": {"stepId": step_id, "count": changed}}
+    for changed_step in dict.fromkeys((step_id + "x", step_id.swapcase(), "other-" + step_id, step_id[:-1])):
+        if changed_step not in (step_id, ""):
+            yield {**copy.deepcopy(valid), "discardLegacyAnswers": {"stepId": changed_step, "count": count}}
+    removed = copy.deepcopy(valid)
+    del removed["discardLegacyAnswers"]
+    yield removed
+    for none in (None, False):  # both mean "no override", and so sign as `false`
+        yield {**copy.deepcopy(valid), "discardLegacyAnswers": none}
 
 
 def _at(value: Any, path: tuple[Any, ...]) -> Any:

@@ -43,6 +43,13 @@ Features: `hello()` lists the optional features the implementation supports:
     "timers"            timed gates ("timeout") and "sleep" in flow programs, and
                         advance_clock(ms); the clock reads CLOCK_START_MS (spec/names.py)
                         after reset (ADR 0117 D5)
+    "legacy-scan"       the stray scan of ADR 0104 D2 (spec/legacy-logs.md) on resume, resumeAs and
+                        recovery: refusal ambiguous-legacy-answers, the discardLegacyAnswers override,
+                        warnings() lists what the kernel's on_warn said; append_events(execution_id,
+                        events) writes as another node of a mixed-version fleet would, and
+                        erase(execution_id) forgets one execution
+    "retention"         truncate_prefix(execution_id, upto) keeps the folded state as of `upto` as a
+                        snapshot and deletes the events up to it
     "security"          configure(config): strict mode and the signed resume authenticator
                         (spec/signing.md); resume(..., options) carries the proof and the
                         principal; parked_at_sequence(execution_id) (ADR 0117 D2, D3)
@@ -126,7 +133,7 @@ class Driver(Protocol):
         """Answer the gate an execution is parked on with `{type, payload}`, then run
         the flow until it parks or ends. Refuse (appending nothing) when it must.
         `options` (feature "security"; the harness passes it only when it is not empty):
-        `{"proof": {actor, exp, signature}, "principal": {actor}, "discardLegacyAnswers": bool}`."""
+        `{"proof": {actor, exp, signature}, "principal": {actor}, "discardLegacyAnswers": {stepId, count}}`."""
         ...
 
     def configure(self, config: dict[str, JSON]) -> Outcome:
@@ -172,6 +179,25 @@ class Driver(Protocol):
     def load(self, execution_id: str, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> Outcome:
         """Import a log as another kernel wrote it, optionally preceded by a folded
         snapshot (feature "load-log"). Nothing runs."""
+        ...
+
+    def warnings(self) -> list[dict[str, JSON]]:
+        """Every warning the kernel's on_warn hook received since reset, in order:
+        `{"executionId", "verdict": "passed" | "at-risk" | "unverifiable", ...}` (feature "legacy-scan")."""
+        ...
+
+    def append_events(self, execution_id: str, events: list[dict[str, JSON]]) -> Outcome:
+        """Append `{type, payload}` events to an execution's log as another node of the
+        fleet wrote them (an older kernel, say); nothing runs (feature "legacy-scan")."""
+        ...
+
+    def erase(self, execution_id: str) -> None:
+        """Forget one execution, its events and snapshot (feature "legacy-scan")."""
+        ...
+
+    def truncate_prefix(self, execution_id: str, upto: int) -> Outcome:
+        """Retention: keep the folded state as of `upto` as the snapshot and delete the
+        events up to it (feature "retention")."""
         ...
 
     def read_log(self, execution_id: str) -> list[dict[str, JSON]]:

@@ -188,7 +188,10 @@ def from_model(model: BaseModel) -> Operation:
 def _options(model: BaseModel | None) -> dict[str, JSON] | None:
     if model is None:
         return None
-    return model.model_dump(exclude_defaults=True) or None
+    options = model.model_dump(exclude_defaults=True)
+    if options.get("discardLegacyAnswers") is False:
+        del options["discardLegacyAnswers"]  # logs written before ADR 0104 D2's override held false: no override
+    return options or None
 
 
 def to_json(op: Operation) -> dict[str, JSON]:

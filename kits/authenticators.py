@@ -262,16 +262,30 @@ def _tampered_digest(s: Subject) -> None:
     _tampered(s, lambda e: e["payload"].pop("viewDigest"), "digest dropped")
 
 
+OVERRIDE: dict[str, Any] = {"stepId": "review", "count": 2}  # ADR 0104 D2: discardLegacyAnswers {stepId, count}
+
+
 @case("tampered-discard-legacy-answers",
-      "D2: the signature covers discardLegacyAnswers (absent is false): flipped either way, rejected.")
+      "D2: the signature covers discardLegacyAnswers, the operator override {stepId, count} of ADR 0104 D2: "
+      "attached, its count or stepId altered, or removed after signing, it is rejected.")
 def _tampered_discard(s: Subject) -> None:
-    _tampered(s, lambda e: e.update(discardLegacyAnswers=True), "absent -> true")
+    # No override is signed as false, so attaching one (even count 0, "discard nothing") changes the text.
+    for count in (0, 2):
+        _tampered(s, lambda e, count=count: e.update(discardLegacyAnswers={"stepId": "review", "count": count}),
+                  f"none -> {{stepId: review, count: {count}}}")
     authenticator = s.authenticator()
-    signed_true = s.signed({**EVENT, "discardLegacyAnswers": True})
-    s.grants(authenticator, signed_true, ALICE, "signed with true")
-    for what, change in (("true -> false", lambda e: e.update(discardLegacyAnswers=False)),
-                         ("true -> absent", lambda e: e.pop("discardLegacyAnswers"))):
-        event = copy.deepcopy(signed_true)
+    with_override = s.signed({**EVENT, "discardLegacyAnswers": OVERRIDE})
+    s.grants(authenticator, with_override, ALICE, "signed with an override")
+    changes: list[tuple[str, Callable[[dict], None]]] = [
+        ("count 2 -> 3", lambda e: e.update(discardLegacyAnswers={**OVERRIDE, "count": 3})),
+        ("count 2 -> 0", lambda e: e.update(discardLegacyAnswers={**OVERRIDE, "count": 0})),
+        ("stepId review -> approve", lambda e: e.update(discardLegacyAnswers={**OVERRIDE, "stepId": "approve"})),
+        ("override -> absent", lambda e: e.pop("discardLegacyAnswers")),
+        ("override -> false", lambda e: e.update(discardLegacyAnswers=False)),
+        ("override -> null", lambda e: e.update(discardLegacyAnswers=None)),
+    ]
+    for what, change in changes:
+        event = copy.deepcopy(with_override)
         change(event)
         s.rejects(authenticator, event, "bad-signature", what)
 

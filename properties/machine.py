@@ -435,8 +435,11 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 payload = {**payload, "approved": not payload.get("approved")}
             elif fault == "gate altered":
                 gate = "Approve" if gate == "approve" else "approve"
-            elif fault == "discard flag added":
-                options["discardLegacyAnswers"] = True
+            elif fault == "discard flag added" and covers(session.trace.security, gate):
+                # ADR 0104 D2: an override attached after signing; the signature must cover it.
+                # (At a gate no authenticator covers, it would be refused discard-unverified: the
+                # legacy-override corpus judges that.)
+                options["discardLegacyAnswers"] = {"stepId": "h", "count": 0}
             self.remember(self.apply(Resume(execution, gate, payload, options or None)))
 
         @rule(target=executions, view=s.views, timed=st.booleans(), typed=st.booleans())

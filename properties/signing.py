@@ -21,15 +21,27 @@ def _int(value: Any) -> bool:
     return type(value) is int
 
 
-def message(event_type: str, payload: Any, discard: bool, actor: str, exp: int, execution: str,
+def signed_discard(value: Any) -> Any:
+    """The signed member (spec/signing.md): false for no override (absent, null, false),
+    the exact {count, stepId} object for one; anything else cannot be signed (ADR 0104 D2)."""
+    if value is None or value is False:
+        return False
+    if (isinstance(value, dict) and set(value) == {"stepId", "count"} and isinstance(value["stepId"], str)
+            and value["stepId"] and _int(value["count"]) and 0 <= value["count"] <= 2**53 - 1):
+        return {"count": value["count"], "stepId": value["stepId"]}
+    raise CanonicalError("not-json", "/discardLegacyAnswers", "neither absent nor {stepId, count}")
+
+
+def message(event_type: str, payload: Any, discard: Any, actor: str, exp: int, execution: str,
             parked_at: int) -> bytes:
+    discard = signed_discard(discard)
     return canonical_json({"purpose": PURPOSE, "eventType": event_type, "payload": payload,
                            "discardLegacyAnswers": discard, "actor": actor, "exp": exp,
                            "executionId": execution, "parkedAtSequence": parked_at}).encode("utf-8")
 
 
 def sign(event_type: str, payload: Any, *, actor: str, secret: str, exp: int, execution: str, parked_at: int,
-         discard: bool = False) -> dict[str, Any] | None:
+         discard: Any = False) -> dict[str, Any] | None:
     """The proof {actor, exp, signature} for one park of one execution (ADR 0117 D2),
     or None when the payload has no canonical form (spec/canonical-json.md): then
     nobody can sign it, and an approver sends it unsigned."""
@@ -77,7 +89,7 @@ def rejection(config: dict[str, Any], now: int, event_type: str, payload: Any, o
     secrets = secrets_of(keys, actor)
     if not secrets:
         return "unknown-actor"
-    discard = options.get("discardLegacyAnswers") is True
+    discard = options.get("discardLegacyAnswers")
     try:
         signed = message(event_type, payload, discard, actor, exp, execution, parked_at)
     except CanonicalError:

@@ -12,7 +12,8 @@ approver's half.
 
 A resume event is a plain dict::
 
-    {"type": str, "payload": <JSON>, "discardLegacyAnswers": bool (absent = false),
+    {"type": str, "payload": <JSON>,
+     "discardLegacyAnswers": {"stepId": str, "count": int} (absent, null or false = no override),
      "proof": {"actor": str, "exp": int, "signature": str}}
 
 Times (`exp`, `now()`) are integer milliseconds since the epoch. Pure Python,
@@ -29,11 +30,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
-from loomcheck.spec.canonical import MAX_DEPTH, canonical_json
+from loomcheck.spec.canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
 
 __all__ = [
     "MIN_SECRET_BYTES", "PURPOSE", "REJECTIONS", "CHECK_ORDER", "Secret", "Keys", "Verdict", "WeakSecretError",
-    "SignedResumeAuthenticator", "signing_input", "sign_resume", "answer_approval", "parked_at_sequence",
+    "SignedResumeAuthenticator", "signed_discard", "signing_input", "sign_resume", "answer_approval",
+    "parked_at_sequence",
 ]
 
 JSON = Any
@@ -127,15 +129,44 @@ def _require(condition: bool, error: type[Exception], message: str) -> None:
         raise error(message)
 
 
+_OVERRIDE_KEYS = frozenset({"stepId", "count"})
+
+
+def signed_discard(value: object) -> Literal[False] | dict[str, JSON]:
+    """The signed `discardLegacyAnswers` member (ADR 0104 D2, spec/signing.md section 2).
+
+    No override (absent, so None here, null or false) is signed as `false`, the
+    bytes every pre-0104 vector signed. An override is exactly the object
+    `{"count": int >= 0, "stepId": non-empty str}` and is signed as a fresh copy of
+    it. Anything else (true, a number, a string, other keys, a bool or float count,
+    a count outside ±(2^53 - 1)) has no signed form: TypeError/ValueError, so the
+    signer refuses it and a verifier rejects it as bad-signature."""
+    if value is None or value is False:  # identity: 0 and 0.0 are not "no override"
+        return False
+    # ADR 0104 D2: the override is { stepId, count }; `true` carries no step and means nothing.
+    _require(isinstance(value, dict), TypeError,
+             "discardLegacyAnswers is false/absent or an object {stepId, count}, not " + type(value).__name__)
+    _require(set(value) == _OVERRIDE_KEYS, ValueError,
+             "discardLegacyAnswers has exactly the members stepId and count, not " + repr(sorted(map(str, value))))
+    step_id, count = value["stepId"], value["count"]
+    _require(isinstance(step_id, str) and step_id != "", TypeError,
+             "discardLegacyAnswers.stepId must be a non-empty str")
+    _require(_is_int(count), TypeError, "discardLegacyAnswers.count must be an int (not a bool or a float)")
+    _require(0 <= count <= MAX_SAFE_INTEGER, ValueError,
+             "discardLegacyAnswers.count must be an integer in [0, 2**53 - 1]")
+    return {"count": count, "stepId": step_id}
+
+
 def signing_input(event: dict, *, actor: str, exp: int, execution_id: str, parked_at_sequence: int) -> bytes:
     """The exact bytes the HMAC covers: canonical JSON (spec/canonical-json.md) of the
     whole event and the park it answers, UTF-8 (ADR 0117 D2). An absent payload is
-    null and an absent discardLegacyAnswers is false. Raises TypeError/ValueError
-    (CanonicalError for a payload with no canonical form) for anything unsignable."""
+    null; discardLegacyAnswers is signed as `signed_discard` says (ADR 0104 D2).
+    Raises TypeError/ValueError (CanonicalError for a payload with no canonical
+    form) for anything unsignable."""
     _require(isinstance(event, dict), TypeError, "a resume event is a dict")
     _require(isinstance(event.get("type"), str), TypeError, "the event's type must be a str")
-    discard = event.get("discardLegacyAnswers", False)
-    _require(isinstance(discard, bool), TypeError, "discardLegacyAnswers must be a bool")
+    # ADR 0104 D2: the authenticator MUST cover the override, not just the payload.
+    discard = signed_discard(event.get("discardLegacyAnswers"))
     _require(isinstance(actor, str) and actor != "", TypeError, "actor must be a non-empty str")
     _require(_is_int(exp), TypeError, "exp must be an int (milliseconds since the epoch)")
     _require(isinstance(execution_id, str) and execution_id != "", TypeError, "execution_id must be a non-empty str")

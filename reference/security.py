@@ -18,7 +18,9 @@ class ResumeOptions:
 
     proof: Any = None                 # {actor, exp, signature}, signed by the approver (ADR 0117 D2)
     principal: Any = None             # {actor}: the calling principal, when the call carries one
-    discard_legacy_answers: bool = False
+    # ADR 0104 D2: the operator override {stepId, count} as the caller sent it; None is no override.
+    # Not validated here: the runtime refuses a malformed one, and the authenticator cannot sign it.
+    discard_legacy_answers: dict[str, Any] | None = None
     system: bool = False              # the runtime's own grant: only its timer service has it (ADR 0117 D5)
     transform_state: Any = None       # resumeAs only: {name, ...} from the transform registry (ADR 0056 D1)
 
@@ -27,16 +29,25 @@ class ResumeOptions:
         if not isinstance(options, dict):
             return cls()
         return cls(proof=options.get("proof"), principal=options.get("principal"),
-                   discard_legacy_answers=options.get("discardLegacyAnswers") is True,
+                   discard_legacy_answers=_override(options.get("discardLegacyAnswers")),
                    transform_state=options.get("transformState"))
 
     def event(self, event_type: str, payload: Any) -> dict[str, Any]:
         """The resume event as an authenticator sees it: exactly what the caller sent."""
-        event: dict[str, Any] = {"type": event_type, "payload": payload,
-                                 "discardLegacyAnswers": self.discard_legacy_answers}
+        event: dict[str, Any] = {"type": event_type, "payload": payload}
+        if self.discard_legacy_answers is not None:
+            # ADR 0104 D2: handed to the authenticator, which MUST cover it. Absent and false sign
+            # identically (spec/signing.md section 2), so an event without one is left without it.
+            event["discardLegacyAnswers"] = self.discard_legacy_answers
         if self.proof is not None:
             event["proof"] = self.proof
         return event
+
+
+def _override(value: Any) -> Any:
+    """The raw override, or None for none (absent, null, false). Malformed values are
+    kept as sent, so that the runtime refuses them rather than this parser hiding them."""
+    return None if value is None or value is False else value
 
 
 @dataclass(frozen=True)

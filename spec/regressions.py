@@ -46,12 +46,24 @@ class StartModel(_Model):
     input: JsonValue = None
 
 
+class DiscardLegacyAnswersModel(_Model):
+    """The operator override of ADR 0104 D2: at step `stepId`, discard `count` legacy answers."""
+
+    stepId: str = Field(min_length=1, strict=True)
+    count: int = Field(ge=0, le=2**53 - 1, strict=True)  # strict: 2.0, "2" and true are not counts
+
+
 class ResumeOptionsModel(_Model):
     """What travels with a resume besides its type and payload (ADR 0117 D2)."""
 
     proof: JsonValue = Field(default=None, description="{actor, exp, signature}: the approver's signature (spec/signing.md)")
     principal: JsonValue = Field(default=None, description="{actor}: the calling principal, when the call carries one")
-    discardLegacyAnswers: bool = False
+    # ADR 0104 D2: the override is {stepId, count}. Like proof, any other value is kept as
+    # written (left to right: a well-formed override is the model, the rest raw JSON), so a
+    # log can pin the kernel's refusal of a malformed one; logs written before it hold false.
+    discardLegacyAnswers: Union[DiscardLegacyAnswersModel, JsonValue] = Field(
+        default=None, union_mode="left_to_right",
+        description="{stepId, count}: the operator override of ADR 0104 D2; absent, null or false: none")
     transformState: dict[str, JsonValue] | None = Field(
         default=None, description="resume-as only: {name, ...arguments}, a transform from the registry (spec/transforms.py, ADR 0056)")
 

@@ -4,6 +4,8 @@ approver helpers, and that `verify` never raises, whatever it is given."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import math
 import time
@@ -15,10 +17,11 @@ from hypothesis import strategies as st
 
 from loomcheck.reference.approvals import (
     CHECK_ORDER, PURPOSE, REJECTIONS, SignedResumeAuthenticator, Verdict, WeakSecretError, answer_approval,
-    parked_at_sequence, sign_resume, signing_input,
+    parked_at_sequence, sign_resume, signed_discard, signing_input,
 )
 from loomcheck.reference.events import Event
 from loomcheck.reference.fold import State
+from loomcheck.reference.security import ResumeOptions
 from loomcheck.spec.canonical import MAX_DEPTH, CanonicalError, canonical_json, depth, view_digest
 from loomcheck.spec.files import SPEC_ROOT, read_json
 
@@ -61,14 +64,120 @@ def test_signing_input_is_the_whole_event_and_the_park() -> None:
 
 
 def test_absent_fields_sign_as_their_defaults() -> None:
-    """An absent discardLegacyAnswers is false and an absent payload is null; a proof is ignored."""
+    """An absent (or null, or false) discardLegacyAnswers is false and an absent payload is null; a proof is
+    ignored. An override is not the default."""
     base = signing_input({"type": "G", "payload": None}, actor="a", exp=1, execution_id="e", parked_at_sequence=1)
     for same in ({"type": "G"}, {"type": "G", "payload": None, "discardLegacyAnswers": False},
+                 {"type": "G", "discardLegacyAnswers": None},
                  {"type": "G", "payload": None, "proof": {"actor": "x", "exp": 2, "signature": "00"}}):
         assert signing_input(same, actor="a", exp=1, execution_id="e", parked_at_sequence=1) == base
-    flipped = signing_input({"type": "G", "discardLegacyAnswers": True}, actor="a", exp=1, execution_id="e",
-                            parked_at_sequence=1)
-    assert flipped != base
+    assert b'"discardLegacyAnswers":false' in base
+    overridden = signing_input({"type": "G", "discardLegacyAnswers": {"stepId": "h", "count": 0}}, actor="a", exp=1,
+                               execution_id="e", parked_at_sequence=1)
+    assert overridden != base
+
+
+# ------------------------------------------- the operator override (ADR 0104 D2)
+
+OVERRIDE: dict[str, Any] = {"stepId": "review", "count": 2}
+
+
+@pytest.mark.parametrize("none", [..., None, False], ids=["absent", "null", "false"])
+def test_no_override_signs_the_bytes_it_always_signed(none: Any) -> None:
+    """ADR 0104 D2 changed the override's form, not the no-override bytes: absent == null == false, and an
+    approval signed before the change (absent) still verifies when the caller spells it null or false."""
+    event = dict(EVENT) if none is ... else {**EVENT, "discardLegacyAnswers": none}
+    text = signing_input(event, actor="alice", exp=EXP, execution_id=EXECUTION, parked_at_sequence=PARK)
+    assert json.loads(text)["discardLegacyAnswers"] is False
+    assert text == signing_input(EVENT, actor="alice", exp=EXP, execution_id=EXECUTION, parked_at_sequence=PARK)
+    assert reason(authenticator().verify({**event, "proof": signed()["proof"]}, CONTEXT)) == "granted"
+    assert signed_discard(None if none is ... else none) is False
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 2**53 - 1])
+def test_an_override_is_signed_as_the_object(count: int) -> None:
+    """ADR 0104 D2: the signature covers the override: exactly {"count", "stepId"}, whatever order it came in."""
+    event = {**EVENT, "discardLegacyAnswers": {"count": count, "stepId": "review"}}
+    text = signing_input(event, actor="alice", exp=EXP, execution_id=EXECUTION, parked_at_sequence=PARK)
+    assert json.loads(text)["discardLegacyAnswers"] == {"count": count, "stepId": "review"}
+    assert f'"discardLegacyAnswers":{{"count":{count},"stepId":"review"}}'.encode() in text
+    reordered = {**EVENT, "discardLegacyAnswers": {"stepId": "review", "count": count}}
+    assert signing_input(reordered, actor="alice", exp=EXP, execution_id=EXECUTION, parked_at_sequence=PARK) == text
+    assert reason(authenticator().verify(signed(event), CONTEXT)) == "granted"
+    assert reason(authenticator().verify(signed(reordered), CONTEXT)) == "granted"
+    assert signed(event)["discardLegacyAnswers"] == event["discardLegacyAnswers"], "the signed event carries it"
+
+
+MALFORMED_OVERRIDES: list[Any] = [
+    True, 0, 1, 0.0, "", "review", [], ["review", 2], {},
+    {"stepId": "review"}, {"count": 2}, {"stepId": "review", "count": 2, "extra": None},
+    {"stepId": "review", "count": 2, "discardAll": True},
+    {"stepId": "", "count": 2}, {"stepId": None, "count": 2}, {"stepId": 7, "count": 2}, {"stepId": ["a"], "count": 2},
+    {"stepId": "review", "count": -1}, {"stepId": "review", "count": True}, {"stepId": "review", "count": False},
+    {"stepId": "review", "count": 2.0}, {"stepId": "review", "count": 0.5}, {"stepId": "review", "count": math.nan},
+    {"stepId": "review", "count": "2"}, {"stepId": "review", "count": None},
+    {"stepId": "review", "count": 2**53}, {"stepId": "review", "count": -(2**53)},
+    {"stepId": "\ud800", "count": 1},
+]
+
+
+@pytest.mark.parametrize("override", MALFORMED_OVERRIDES, ids=repr)
+def test_a_malformed_override_cannot_be_signed(override: Any) -> None:
+    """spec/signing.md section 2: anything but absent/null/false or exactly {stepId, count} has no signed form:
+    the signer refuses it, and a verifier rejects it as bad-signature, whatever proof it carries."""
+    event = {**EVENT, "discardLegacyAnswers": override}
+    with pytest.raises((TypeError, ValueError)):
+        signing_input(event, actor="alice", exp=EXP, execution_id=EXECUTION, parked_at_sequence=PARK)
+    with pytest.raises((TypeError, ValueError)):
+        signed(event)
+    verifier = authenticator(authorize=lambda actor, e: True)
+    # the signature of the same approval with no override, and one over a well-formed override
+    for proof in (signed()["proof"], signed({**EVENT, "discardLegacyAnswers": OVERRIDE})["proof"]):
+        assert reason(verifier.verify({**event, "proof": proof}, CONTEXT)) == "bad-signature"
+
+
+@pytest.mark.parametrize(("what", "change"), [
+    ("count + 1", {"discardLegacyAnswers": {**OVERRIDE, "count": 3}}),
+    ("count - 1", {"discardLegacyAnswers": {**OVERRIDE, "count": 1}}),
+    ("count -> 0", {"discardLegacyAnswers": {**OVERRIDE, "count": 0}}),
+    ("stepId changed", {"discardLegacyAnswers": {**OVERRIDE, "stepId": "reviews"}}),
+    ("stepId case", {"discardLegacyAnswers": {**OVERRIDE, "stepId": "Review"}}),
+    ("removed: false", {"discardLegacyAnswers": False}),
+    ("removed: null", {"discardLegacyAnswers": None}),
+    ("removed: absent", None),
+])
+def test_an_override_changed_under_its_signature_is_rejected(what: str, change: dict[str, Any] | None) -> None:
+    """ADR 0104 D2: an authenticator that signs the payload alone would let a caller alter the override under a
+    valid signature; this one covers it."""
+    event = signed({**EVENT, "discardLegacyAnswers": OVERRIDE})
+    assert reason(authenticator().verify(event, CONTEXT)) == "granted"
+    tampered = {k: v for k, v in event.items() if k != "discardLegacyAnswers"} if change is None \
+        else {**event, **change}
+    assert reason(authenticator().verify(tampered, CONTEXT)) == "bad-signature", what
+
+
+@pytest.mark.parametrize("override", [{"stepId": "review", "count": 0}, OVERRIDE])
+def test_an_override_attached_after_signing_is_rejected(override: dict[str, Any]) -> None:
+    """ADR 0104 D2: attaching an override to an approval signed without one, even count 0, is rejected."""
+    assert reason(authenticator().verify({**signed(), "discardLegacyAnswers": override}, CONTEXT)) == "bad-signature"
+
+
+@pytest.mark.parametrize(("sent", "kept"), [
+    ({}, None), ({"discardLegacyAnswers": None}, None), ({"discardLegacyAnswers": False}, None),
+    ({"discardLegacyAnswers": OVERRIDE}, OVERRIDE), ({"discardLegacyAnswers": True}, True),
+    ({"discardLegacyAnswers": {"stepId": ""}}, {"stepId": ""}), ({"discardLegacyAnswers": 0}, 0),
+])
+def test_resume_options_keep_an_override_as_sent(sent: dict[str, Any], kept: Any) -> None:
+    """ADR 0104 D2: the options keep whatever override the caller sent (the runtime refuses a malformed one, the
+    authenticator cannot verify it); no override is None, and the authenticator's event then has none."""
+    options = ResumeOptions.from_json({"proof": {"actor": "alice"}, **sent})
+    assert options.discard_legacy_answers == kept and type(options.discard_legacy_answers) is type(kept)
+    event = options.event("Approval", {"approved": True})
+    if kept is None:
+        assert "discardLegacyAnswers" not in event
+    else:
+        assert event["discardLegacyAnswers"] == kept
+    assert ResumeOptions().discard_legacy_answers is None
 
 
 @pytest.mark.parametrize(("field", "value", "error"), [
@@ -96,6 +205,7 @@ def test_the_signer_requires_every_keyword() -> None:
     {"type": "Approval", "payload": "\ud800"},
     {"type": 7, "payload": None},
     {"type": "Approval", "payload": None, "discardLegacyAnswers": 1},
+    {"type": "Approval", "payload": None, "discardLegacyAnswers": True},
     ["Approval", None],
 ])
 def test_the_signer_refuses_an_unsignable_event(event: Any) -> None:
@@ -140,8 +250,13 @@ def test_the_vectors_file_is_published_with_the_package() -> None:
     assert 6 <= len(document["vectors"]) <= 10
     events = [v["event"] for v in document["vectors"]]
     assert any(isinstance(e["payload"], dict) and "viewDigest" in e["payload"] for e in events)
-    assert any(e.get("discardLegacyAnswers") is True for e in events)
+    # ADR 0104 D2: overrides with count 0 and 2 (vectors 3 and 10, spec/signing.md section 9)
+    assert {e["discardLegacyAnswers"]["count"] for e in events if isinstance(e.get("discardLegacyAnswers"), dict)} \
+        == {0, 2}
+    assert [i for i, e in enumerate(events, start=1) if "discardLegacyAnswers" in e] == [3, 10]
+    assert not any(e.get("discardLegacyAnswers") is True for e in events), "true has no signed form"
     assert any(not v["signingInput"].isascii() for v in document["vectors"])
+    assert any(r["event"].get("discardLegacyAnswers") is True for r in document["refused"])
 
 
 @pytest.mark.parametrize("vector", vectors(), ids=lambda v: v["description"][:40])
@@ -158,6 +273,34 @@ def test_vector(vector: dict[str, Any]) -> None:
     assert verifier.verify(event, context) == Verdict.granted(vector["actor"], "signedResumeAuthenticator")
     assert reason(verifier.verify(event, {**context, "parkedAtSequence": vector["parkedAtSequence"] + 1})) \
         == "bad-signature"
+
+
+def refused() -> list[dict[str, Any]]:
+    return read_json(SPEC_ROOT / "vectors" / "signatures.json")["refused"]
+
+
+@pytest.mark.parametrize("entry", refused(), ids=lambda r: r["description"][:40])
+def test_refused_vector(entry: dict[str, Any]) -> None:
+    """spec/signing.md section 9: no signer signs these, and a verifier rejects them as bad-signature, though
+    the signature is one a correct signer once produced (pre-0104 `true`) or produces (vector 1, no override)."""
+    park = {"actor": entry["actor"], "exp": entry["exp"], "execution_id": entry["executionId"],
+            "parked_at_sequence": entry["parkedAtSequence"]}
+    with pytest.raises((TypeError, ValueError)):
+        signing_input(entry["event"], **park)
+    with pytest.raises((TypeError, ValueError)):
+        sign_resume(entry["event"], secret=entry["secret"], **park)
+    if "signingInput" in entry:  # the pre-0104 text really is what the signature covers
+        assert hmac.new(entry["secret"].encode(), entry["signingInput"].encode(), hashlib.sha256).hexdigest() \
+            == entry["signature"]
+    verifier = SignedResumeAuthenticator(gates=[entry["event"]["type"]], keys={entry["actor"]: entry["secret"]},
+                                         now=lambda: entry["exp"] - 1)
+    proof = {"actor": entry["actor"], "exp": entry["exp"], "signature": entry["signature"]}
+    event = {**entry["event"], "proof": proof}
+    context = {"executionId": entry["executionId"], "parkedAtSequence": entry["parkedAtSequence"]}
+    assert reason(verifier.verify(event, context)) == "bad-signature"
+    without = {k: v for k, v in event.items() if k != "discardLegacyAnswers"}
+    expected = "bad-signature" if "signingInput" in entry else "granted"  # vector 1's signature, no override
+    assert reason(verifier.verify(without, context)) == expected
 
 
 # ------------------------------------------------------------ verification
@@ -384,8 +527,11 @@ def test_verify_never_raises_when_one_field_of_a_valid_approval_is_garbage(where
     verdict = authenticator().verify(event, context)
     assert_a_verdict(verdict)
     if verdict.status == "granted":  # only when the garbage happens to equal what was signed
-        original = {**signed(), "discardLegacyAnswers": False, **signed()["proof"], **CONTEXT}
-        assert where in ("principal", "context") or value == original[where], (where, value)
+        original = {**signed(), **signed()["proof"], **CONTEXT}
+        if where == "discardLegacyAnswers":  # ADR 0104 D2: null and false are no override, as signed
+            assert value is None or value is False, value
+        else:
+            assert where in ("principal", "context") or value == original[where], (where, value)
 
 
 class Hostile(dict):  # a dict whose lookups explode

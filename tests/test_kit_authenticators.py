@@ -14,7 +14,9 @@ import pytest
 
 from loomcheck.fuzz.tampering import CATEGORIES, event_type_variants, tamperings
 from loomcheck.kits.authenticators import CASES, AuthenticatorConformance, run_battery
-from loomcheck.reference.approvals import PURPOSE, SignedResumeAuthenticator, _Rejected, signing_input
+from loomcheck.reference.approvals import (
+    PURPOSE, SignedResumeAuthenticator, _Rejected, sign_resume, signed_discard, signing_input,
+)
 from loomcheck.spec.canonical import canonical_json
 
 
@@ -79,7 +81,7 @@ def test_exact_reasons_catches_renamed_reasons() -> None:
 
 def unbound_input(event: dict, *, actor: str, exp: int, **_park: Any) -> bytes:
     return canonical_json({"purpose": PURPOSE, "eventType": event["type"], "payload": event.get("payload"),
-                           "discardLegacyAnswers": event.get("discardLegacyAnswers", False), "actor": actor,
+                           "discardLegacyAnswers": signed_discard(event.get("discardLegacyAnswers")), "actor": actor,
                            "exp": exp}).encode("utf-8")
 
 
@@ -145,6 +147,36 @@ class SkipsActorCheck(SignedResumeAuthenticator):
         super().__init__(**{**options, "require_actor": False})
 
 
+def _without_override(event: Any) -> Any:
+    return {k: v for k, v in event.items() if k != "discardLegacyAnswers"} if isinstance(event, dict) else event
+
+
+class PayloadOnly(SignedResumeAuthenticator):
+    """ADR 0104 D2's warning: signs the payload but not discardLegacyAnswers, so an override can be attached or
+    altered under a valid signature."""
+
+    @staticmethod
+    def _signature_holds(event: Any, signature: Any, secrets: tuple[bytes, ...], **signed: Any) -> bool:
+        return SignedResumeAuthenticator._signature_holds(_without_override(event), signature, secrets, **signed)
+
+
+def payload_only_sign(event: dict, **options: Any) -> dict:
+    signed = sign_resume(_without_override(event), **options)
+    return {**signed, **({"discardLegacyAnswers": event["discardLegacyAnswers"]}
+                         if "discardLegacyAnswers" in event else {})}
+
+
+class ZeroIsNone(SignedResumeAuthenticator):
+    """Reads an override with count 0 ("discard nothing") as no override, so one can be attached unsigned."""
+
+    @staticmethod
+    def _signature_holds(event: Any, signature: Any, secrets: tuple[bytes, ...], **signed: Any) -> bool:
+        override = event.get("discardLegacyAnswers") if isinstance(event, dict) else None
+        if isinstance(override, dict) and override.get("count") == 0:
+            event = _without_override(event)
+        return SignedResumeAuthenticator._signature_holds(event, signature, secrets, **signed)
+
+
 FAULTY: dict[str, tuple[Any, Any, set[str]]] = {
     "ignores the park binding": (ParkBlind, unbound_sign, {"other-execution", "later-park"}),
     "accepts a 15-byte secret": (AcceptsWeakSecrets, None, {"weak-secret-record", "weak-secret-function",
@@ -152,6 +184,8 @@ FAULTY: dict[str, tuple[Any, Any, set[str]]] = {
     "does not check exp": (NoExpiry, None, {"expired", "expiry-at-verify-time"}),
     "compares a prefix with ==": (PrefixCompare, None, {"tampered-signature"}),
     "skips the actor check": (SkipsActorCheck, None, {"actor-mismatch"}),
+    "signs the payload, not the override": (PayloadOnly, payload_only_sign, {"tampered-discard-legacy-answers"}),
+    "reads count 0 as no override": (ZeroIsNone, None, {"tampered-discard-legacy-answers"}),
 }
 
 
@@ -175,7 +209,9 @@ ARGUMENTS: dict[str, Any] = {"actor": ACTOR, "secret": SECRET, "exp": NOW + 300_
 EVENTS = [
     {"type": "ToolApproval", "payload": {"approved": True, "note": "ok", "edits": [{"op": "x"}, 2.5],
                                          "viewDigest": "v2:" + "9a" * 32}},
-    {"type": "Approval", "payload": {"approved": False}, "discardLegacyAnswers": True},
+    {"type": "Approval", "payload": {"approved": False}, "discardLegacyAnswers": {"stepId": "review", "count": 2}},
+    {"type": "Approval", "payload": {"approved": True}, "discardLegacyAnswers": {"stepId": "h", "count": 0}},
+    {"type": "Approval", "payload": {"approved": True}, "discardLegacyAnswers": {"stepId": "h", "count": 2**53 - 1}},
     {"type": "Approval", "payload": None},
     {"type": "Approval", "payload": ["a", {"b": None}]},
 ]
@@ -186,7 +222,8 @@ def tampering_authenticator(event: dict, make: Any = SignedResumeAuthenticator, 
                 now=lambda: NOW, **options)
 
 
-@pytest.mark.parametrize("event", EVENTS, ids=lambda e: f"{e['type']}:{type(e['payload']).__name__}")
+@pytest.mark.parametrize("event", EVENTS, ids=lambda e: f"{e['type']}:{type(e['payload']).__name__}:"
+                                                       f"{e.get('discardLegacyAnswers', {}).get('count')}")
 def test_every_tampering_is_rejected_by_the_reference(event: dict) -> None:
     verifier = tampering_authenticator(event)
     triples = list(tamperings(event, **ARGUMENTS))
@@ -221,9 +258,39 @@ def test_tamperings_need_a_valid_starting_point() -> None:
         next(tamperings(EVENTS[0], **{**ARGUMENTS, "exp": NOW}))
 
 
+def discard_tamperings(event: dict) -> list[Any]:
+    return [tampered.get("discardLegacyAnswers", "absent") for category, tampered, _ in tamperings(event, **ARGUMENTS)
+            if category == "discard-legacy-answers"]
+
+
+def test_discard_legacy_answers_tamperings_without_an_override() -> None:
+    """ADR 0104 D2: an approval signed with no override gets one attached (count 0, "discard nothing", too)."""
+    attached = discard_tamperings(EVENTS[0])
+    assert attached == [{"stepId": "review", "count": 0}, {"stepId": "review", "count": 1}]
+    assert discard_tamperings({**EVENTS[0], "discardLegacyAnswers": None}) == attached, "null is no override"
+
+
+@pytest.mark.parametrize(("count", "counts"), [(2, [3, 1, 0]), (0, [1, 2, 2**53 - 1]), (2**53 - 1, [2**53 - 2, 0])])
+def test_discard_legacy_answers_tamperings_of_an_override(count: int, counts: list[int]) -> None:
+    """ADR 0104 D2: a signed override has its count altered, its stepId altered, and is removed (absent, null,
+    false); the reference rejects every one."""
+    event = {"type": "Approval", "payload": {"approved": True}, "discardLegacyAnswers": {"stepId": "review",
+                                                                                          "count": count}}
+    variants = discard_tamperings(event)
+    assert [v["count"] for v in variants if isinstance(v, dict) and v["stepId"] == "review"] == counts
+    assert [v["stepId"] for v in variants if isinstance(v, dict) and v["count"] == count] == \
+        ["reviewx", "REVIEW", "other-review", "revie"]
+    assert variants[-3:] == ["absent", None, False]
+    verifier = tampering_authenticator(event)
+    assert all(verifier.verify(tampered, context).status == "rejected"
+               for category, tampered, context in tamperings(event, **ARGUMENTS))
+
+
 @pytest.mark.parametrize(("make", "categories"), [
     (NoExpiry, {"expired"}),
     (PrefixCompare, {"signature-bitflip", "signature-truncated", "signature-extended", "signature-malformed"}),
+    (PayloadOnly, {"discard-legacy-answers"}),
+    (ZeroIsNone, {"discard-legacy-answers"}),
 ])
 def test_faulty_authenticators_accept_some_tamperings(make: Any, categories: set[str]) -> None:
     """The fuzzer has teeth: a faulty authenticator lets tamperings of these categories through."""
