@@ -57,6 +57,16 @@ class EventStore(Protocol):
     def get_snapshot(self, execution_id: str) -> tuple[int, dict[str, Any]] | None:
         ...
 
+    def truncate_prefix(self, execution_id: str, upto: int, state: dict[str, Any]) -> None:
+        """Retention (ADR 0104 D2): store `state`, the folded state as of `upto`, as the
+        execution's snapshot and delete its events with seq <= upto, in one step.
+        Raises StoreError when `upto` is beyond the log or the state is not JSON."""
+        ...
+
+    def erase(self, execution_id: str) -> None:
+        """Forget one execution: its events and its snapshot."""
+        ...
+
     def clear(self) -> None:
         """Forget every execution."""
         ...

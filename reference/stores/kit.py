@@ -446,6 +446,44 @@ class StoreConformance:
         assert store.read("x", upto=10) == []
         assert store.next_seq("x") == 13
 
+    # ------------------------------------------------------------- retention
+
+    def test_truncate_prefix_keeps_snapshot_and_tail(self) -> None:
+        """ADR 0104 D2 retention: the snapshot as of `upto`, the events after it, next_seq unchanged."""
+        store = self.store()
+        store.append("x", 1, [("a", 1), ("b", None), ("c", {"k": [1]})])
+        store.append("y", 1, [("a", 1)])
+        store.truncate_prefix("x", 2, {"sequence": 2, "variables": {"_resumePayloads": [{}]}})
+        assert store.get_snapshot("x") == (2, {"sequence": 2, "variables": {"_resumePayloads": [{}]}})
+        assert_events(store.read("x"), "x", [(3, "c", {"k": [1]})])
+        assert store.read("x", upto=2) == []
+        assert store.next_seq("x") == 4
+        assert_events(store.read("y"), "y", [(1, "a", 1)])
+        store.truncate_prefix("x", 3, {"sequence": 3})  # the whole log: the snapshot alone remains
+        assert store.read("x") == [] and store.next_seq("x") == 4 and "x" in store.executions()
+        assert_events(store.append("x", 4, [("d", 2)]), "x", [(4, "d", 2)])
+
+    def test_truncate_beyond_the_log_refused(self) -> None:
+        """Truncating past the last event is refused and changes nothing."""
+        store = self.store()
+        store.append("x", 1, [("a", 1)])
+        for upto in (2, 10, -1):
+            with pytest.raises(StoreError):
+                store.truncate_prefix("x", upto, {"sequence": upto})
+        assert_events(store.read("x"), "x", [(1, "a", 1)])
+        assert store.get_snapshot("x") is None
+
+    def test_erase_forgets_one_execution(self) -> None:
+        """erase() removes one execution's events and snapshot; it can be re-created from seq 1."""
+        store = self.store()
+        store.append("x", 1, [("a", 1), ("b", 2)])
+        store.put_snapshot("x", 1, {"k": 1})
+        store.append("y", 1, [("a", 1)])
+        store.erase("x")
+        assert store.read("x") == [] and store.get_snapshot("x") is None and store.next_seq("x") == 1
+        assert store.executions() == ["y"]
+        assert_events(store.append("x", 1, [("again", None)]), "x", [(1, "again", None)])
+
     # ----------------------------------------------------------------- clear
 
     def test_clear_forgets_everything(self) -> None:

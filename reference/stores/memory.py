@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from loomcheck.reference.events import JSON, Event, loads
-from loomcheck.reference.stores.base import StaleAppendError
+from loomcheck.reference.stores.base import StaleAppendError, StoreError
 from loomcheck.reference.stores.encoding import encode_entry, encode_payload
 
 
@@ -55,6 +55,17 @@ class InMemoryEventStore:
     def get_snapshot(self, execution_id: str) -> tuple[int, dict[str, Any]] | None:
         found = self._snapshots.get(execution_id)
         return (found[0], loads(found[1])) if found else None
+
+    def truncate_prefix(self, execution_id: str, upto: int, state: dict[str, Any]) -> None:
+        if upto >= self.next_seq(execution_id) or upto < 0:
+            raise StoreError(f"cannot truncate {execution_id!r} up to seq {upto}: the log ends before it")
+        text = encode_payload(state)
+        self._snapshots[execution_id] = (upto, text)
+        self._logs[execution_id] = [entry for entry in self._logs.get(execution_id, []) if entry[0] > upto]
+
+    def erase(self, execution_id: str) -> None:
+        self._logs.pop(execution_id, None)
+        self._snapshots.pop(execution_id, None)
 
     def clear(self) -> None:
         self._logs.clear()

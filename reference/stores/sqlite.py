@@ -140,6 +140,34 @@ class SqliteEventStore:
             found = conn.execute(SELECT_SNAPSHOT, (execution_id,)).fetchone()
         return (found[0], loads(found[1])) if found else None
 
+    def truncate_prefix(self, execution_id: str, upto: int, state: dict[str, Any]) -> None:
+        """The snapshot and the deletion in one transaction: a reader sees the log whole or truncated."""
+        text = encode_payload(state)
+        with self._connection() as conn:
+            if upto < 0 or upto >= self._next_seq(conn, execution_id):
+                raise StoreError(f"cannot truncate {execution_id!r} up to seq {upto}: the log ends before it")
+            self._transaction(conn, [
+                ("INSERT OR REPLACE INTO snapshots (execution_id, seq, state) VALUES (?, ?, ?)",
+                 (execution_id, upto, text)),
+                ("DELETE FROM events WHERE execution_id = ? AND seq <= ?", (execution_id, upto))])
+
+    def erase(self, execution_id: str) -> None:
+        with self._connection() as conn:
+            self._transaction(conn, [("DELETE FROM events WHERE execution_id = ?", (execution_id,)),
+                                     ("DELETE FROM snapshots WHERE execution_id = ?", (execution_id,))])
+
+    @staticmethod
+    def _transaction(conn: sqlite3.Connection, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, args in statements:
+                conn.execute(sql, args)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
     def clear(self) -> None:
         """Forget every execution, in one transaction so no reader sees half of it."""
         with self._connection() as conn:
