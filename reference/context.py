@@ -24,7 +24,7 @@ from loomcheck.reference.errors import EmitRefusedError
 from loomcheck.reference.events import JSON, Event
 from loomcheck.reference.fold import State
 from loomcheck.spec.canonical import view_digest
-from loomcheck.spec.names import INDOUBT_DECISION_PREFIX, IN_DOUBT_GATE
+from loomcheck.spec.names import DISCARD_DECISION_PREFIX, INDOUBT_DECISION_PREFIX, IN_DOUBT_GATE
 from loomcheck.spec.programs import StepOp
 
 Append = Callable[[str, JSON], Event]
@@ -95,6 +95,7 @@ class FlowContext:
         self.world = world or World()
         self.execution_id = execution_id
         self._consumed = 0
+        self.discarded: set[str] = set()  # human steps whose override this run has applied
         self._facts = {fact_key(e.type, e.payload) for e in events}
         self.decisions: dict[str, JSON] = dict(state.variables.get("_decisions") or {})
         self.passed: list[Passed] = []
@@ -218,6 +219,8 @@ class FlowContext:
         """A human step is a suspend point: it consumes its entry in call order,
         live and on replay, and takes an answer only once it has parked."""
         frame = self.state.steps.get(op.id)
+        if frame is not None:
+            self.discard_legacy(op.id)
         if frame is not None and frame.get("status") == "completed":
             taken = self.take_answer()  # so the entry is never served to a later gate
             index = point if point is not None else (taken[0] if taken else self._consumed)
@@ -232,6 +235,14 @@ class FlowContext:
         else:
             self._append("STEP_STARTED", {"stepId": op.id, "attempt": 1})
         raise Park({"on": op.on, "stepId": op.id}, human=True)
+
+    def discard_legacy(self, step_id: str) -> None:
+        """ADR 0104 D2, the operator override: at this step, discard `count` entries
+        before the step takes its answer, live and on every replay (once per run)."""
+        count = self.decisions.get(f"{DISCARD_DECISION_PREFIX}:{step_id}")
+        if type(count) is int and count > 0 and step_id not in self.discarded:
+            self.discarded.add(step_id)
+            self._consumed += count
 
     # -- decisions and emits ---------------------------------------------------
     def decide(self, decision_id: str, choice: JSON) -> JSON:

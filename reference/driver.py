@@ -33,7 +33,7 @@ from loomcheck.spec.vocabulary import vocabulary
 
 FEATURES = ["fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
             "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard", "view-digest", "timers",
-            "security", "code-versions", "state-migration"]
+            "security", "code-versions", "state-migration", "legacy-scan", "retention"]
 
 
 class ReferenceDriver:
@@ -48,8 +48,10 @@ class ReferenceDriver:
         self.world = World()  # the outside world effects act on; a crash does not reset it
         self.clock = Clock()  # the deployment's clock: a restart keeps it
         self.security = Security()  # the deployment's config: a restart keeps it
+        self.warned: list[dict[str, JSON]] = []  # every on_warn, in order: the operator's log survives a restart
         self._make_runtime = lambda: runtime_class(self.store, context_class=context_class, handlers=handlers,
-                                                   world=self.world, clock=self.clock, security=self.security)
+                                                   world=self.world, clock=self.clock, security=self.security,
+                                                   on_warn=self.warned.append)
         self.runtime = self._make_runtime()
 
     def _make_store(self, store: str | EventStore) -> EventStore:
@@ -73,6 +75,7 @@ class ReferenceDriver:
         self.world.ledger.clear()
         self.clock = Clock()
         self.security = Security()
+        self.warned.clear()
         self.runtime = self._make_runtime()
 
     def configure(self, config: dict[str, JSON]) -> Outcome:
@@ -155,6 +158,25 @@ class ReferenceDriver:
             except StoreError as exc:
                 return Outcome.refused("FlowDefinitionError", "invalid-program", f"log cannot be imported: {exc}")
         return Outcome.accepted()
+
+    # -- legacy logs and retention (ADR 0104 D2, R1a) ------------------------------------
+    def warnings(self) -> list[dict[str, JSON]]:
+        return [dict(w) for w in self.warned]
+
+    def append_events(self, execution_id: str, events: list[dict[str, JSON]]) -> Outcome:
+        """Another node of the fleet writes: the events are appended as given, nothing runs."""
+        entries = [(str(e["type"]), e.get("payload")) for e in events]
+        try:
+            self.store.append(execution_id, self.store.next_seq(execution_id), entries)
+        except StoreError as exc:
+            return Outcome.refused("FlowDefinitionError", "invalid-program", f"events cannot be appended: {exc}")
+        return Outcome.accepted()
+
+    def truncate_prefix(self, execution_id: str, upto: int) -> Outcome:
+        return self._refusable(lambda: self.runtime.truncate_prefix(execution_id, upto))
+
+    def erase(self, execution_id: str) -> None:
+        self.store.erase(execution_id)
 
     def read_log(self, execution_id: str) -> list[dict[str, JSON]]:
         return [event.to_json() for event in self.runtime.log(execution_id)]

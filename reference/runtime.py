@@ -29,16 +29,20 @@ The ingress of a resume, in order (each step refuses before anything is appended
 3. identity (ADR 0077 D3, ADR 0117 D2): the authenticator, bound to this park;
 3a. the code (K11): a plain resume is refused code-mismatch when the registered
    program is not the version the execution is pinned to;
+3b. legacy answers (ADR 0104 D2, R1a; spec/legacy-logs.md): the stray scan warns,
+   refuses ambiguous-legacy-answers, and admits an authenticated override;
 4. shape (ADR 0077): the declared resumeSchemas entry; a timer wake is
    normalised to exactly {wakeAt} instead;
 then APPROVAL_GRANTED {actor, verifiedBy} when an authenticator granted it, the
-resume-typed event and the recording above.
+operator's override as a __loom_discard__ decision, the resume-typed event and
+the recording above. Recovery runs the code check and the stray scan.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
 from loomcheck.reference.context import (
     FlowContext,
@@ -65,6 +69,8 @@ from loomcheck.reference.errors import (
 from loomcheck.reference.events import JSON, Event, NotJson, to_plain_json
 from loomcheck.reference.fold import HANDLERS, IN_DOUBT_GATE, TERMINAL, Handler, State, fold
 from loomcheck.reference.interpreter import run_program
+from loomcheck.reference.legacy import CachedScan, Discard, ScanCache, Warn, WarnMemory, kinds_of, parse_discard, warning_of
+from loomcheck.reference.scanner import Kinds, NonContiguous, StrayScanner, Verdict as ScanVerdict
 from loomcheck.reference.security import ResumeOptions, Security
 from loomcheck.reference.transforms import apply_transform
 from loomcheck.reference.stores.base import EventStore
@@ -102,7 +108,7 @@ class Driven:
 class Runtime:
     def __init__(self, store: EventStore, *, context_class: Callable[..., FlowContext] = FlowContext,
                  handlers: Mapping[str, Handler] = HANDLERS, world: World | None = None,
-                 clock: Clock | None = None, security: Security | None = None) -> None:
+                 clock: Clock | None = None, security: Security | None = None, on_warn: Warn | None = None) -> None:
         self.store = store
         self.flows: dict[str, FlowProgram] = {}
         self.versions: dict[str, str | None] = {}  # flow id -> the code version registered (K11)
@@ -111,6 +117,9 @@ class Runtime:
         self.world = world or World()
         self.clock = clock or Clock()
         self.security = security or Security()
+        self.on_warn = on_warn          # ADR 0104 D2: where stray warnings go
+        self.warned = WarnMemory()      # once per execution and verdict, FIFO-bounded
+        self.scans = ScanCache()        # R1a: clean scanners, fed only what is new
 
     # -- flows -----------------------------------------------------------------
     def register(self, flow_id: str, program: FlowProgram, version: str | None = None) -> None:
@@ -151,6 +160,23 @@ class Runtime:
             upto = window[0].seq - 1
         return found
 
+    def truncate_prefix(self, execution_id: str, upto: int) -> None:
+        """Retention: keep the folded state as of `upto` as the snapshot, drop the events
+        up to it (ADR 0104 D2: the scanner then meets a log whose prefix is gone)."""
+        state, _ = self._existing(execution_id)
+        if type(upto) is not int or upto < 0 or upto > state.sequence:
+            raise InputValidationError("invalid-input", f"cannot truncate up to {upto!r}: the log ends at "
+                                                        f"{state.sequence}")
+        snapshot = self.store.get_snapshot(execution_id)
+        base_seq = snapshot[0] if snapshot else 0
+        if upto <= base_seq:
+            return  # already retained away
+        base = State.from_json(snapshot[1]) if snapshot else None
+        if base is not None:
+            base.sequence = base_seq
+        kept = fold(self.store.read(execution_id, after=base_seq, upto=upto), base, self.handlers)
+        self.store.truncate_prefix(execution_id, upto, kept.to_json())
+
     def state(self, execution_id: str) -> State:
         return self.load(execution_id)[0]
 
@@ -187,12 +213,18 @@ class Runtime:
                options: ResumeOptions | None = None) -> Driven:
         options = options or ResumeOptions()
         state, events = self._existing(execution_id)
+        with self.refusal_drops_scan(execution_id):
+            return self._resume(execution_id, state, events, event_type, payload, options)
+
+    def _resume(self, execution_id: str, state: State, events: list[Event], event_type: str, payload: JSON,
+                options: ResumeOptions) -> Driven:
         self.check_resumable(state, event_type)
         answer = self._plain_payload(payload)
-        answer, grant = self.admit(execution_id, state, events, event_type, answer, options, state.flow_id,
-                                   pinned=True)
+        answer, grant, discard = self.admit(execution_id, state, events, event_type, answer, options,
+                                            state.flow_id, pinned=True)
         append = Appender(self.store, execution_id, state.sequence + 1)
         self.record_grant(append, grant)
+        self.record_discard(append, discard, grant)
         append(event_type, answer)
         self.record_answer(append, state, answer)
         return self.drive(execution_id)
@@ -204,6 +236,11 @@ class Runtime:
         kernel namespace only. Then the state transform, then the target's input contract."""
         options = options or ResumeOptions()
         state, events = self._existing(execution_id)
+        with self.refusal_drops_scan(execution_id):
+            return self._resume_as(execution_id, state, events, target_flow, event_type, payload, options)
+
+    def _resume_as(self, execution_id: str, state: State, events: list[Event], target_flow: str, event_type: str,
+                   payload: JSON, options: ResumeOptions) -> Driven:
         if event_type in kernel_event_types():
             raise ResumeRefusedError("kernel-namespace", f"{event_type} is a kernel event type")
         self._require_flow(target_flow)
@@ -212,11 +249,17 @@ class Runtime:
         if state.status == "suspended":
             self.check_resumable(state, event_type)
             # ADR 0077 D4: the TARGET flow's declared shape, before EXECUTION_MIGRATED.
-            answer, grant = self.admit(execution_id, state, events, event_type, answer, options, target_flow)
+            answer, grant, discard = self.admit(execution_id, state, events, event_type, answer, options,
+                                                target_flow)
+        else:
+            # Nothing is parked; a re-open of a terminal execution is judged as live (D2).
+            discard = self.scan_legacy(execution_id, target_flow, options, None, event_type,
+                                       live=state.status in TERMINAL)
         migrated = self.migrate_state(state, target_flow, options.transform_state)
         append = Appender(self.store, execution_id, state.sequence + 1)
         append("EXECUTION_MIGRATED", self.migration_record(state, target_flow, options.transform_state, migrated))
         self.record_grant(append, grant)
+        self.record_discard(append, discard, grant)
         append(event_type, answer)
         if state.status == "suspended":
             self.record_answer(append, state, answer)
@@ -267,18 +310,102 @@ class Runtime:
                                         f"(with a transformState if its input contract changed)")
 
     def admit(self, execution_id: str, state: State, events: list[Event], event_type: str, answer: JSON,
-              options: ResumeOptions, flow_id: str | None, pinned: bool = False) -> tuple[JSON, Verdict | None]:
+              options: ResumeOptions, flow_id: str | None,
+              pinned: bool = False) -> tuple[JSON, Verdict | None, Discard | None]:
         """After the ingress gate, in order: the binding, identity, the code (a plain
-        resume runs on the code it is pinned to), then shape (ADR 0077 D3, ADR 0117 D1,
-        D2, D5). The answer to record and the authenticator's grant, if any."""
+        resume runs on the code it is pinned to), legacy answers, then shape (ADR 0077
+        D3, ADR 0117 D1, D2, D5, ADR 0104 D2). The answer to record, the
+        authenticator's grant and the operator's override, if any."""
         self.check_binding(state, event_type, answer, options)
         grant = self.authenticate(execution_id, state, events, event_type, answer, options)
         self._require_flow(flow_id)
         if pinned:
             self.check_code(state)  # the shape is the pinned code's, which must be the one registered
+        discard = self.scan_legacy(execution_id, flow_id, options, grant, event_type)
         answer = self.shape_answer(self.flows[flow_id or ""], state, event_type, answer)
         self.check_answer(state, answer)
-        return answer, grant
+        return answer, grant, discard
+
+    # -- legacy answers (ADR 0104 D2, amendment R1a) ---------------------------------
+    def scan_legacy(self, execution_id: str, flow_id: str | None, options: ResumeOptions | None,
+                    grant: Verdict | None, event_type: str | None, live: bool = False) -> Discard | None:
+        """The stray scan (spec/legacy-logs.md): warn, then refuse ambiguous-legacy-answers
+        unless an authenticated override resolves the step. The override to record, if any."""
+        discard = parse_discard(options.discard_legacy_answers if options else None)
+        if discard is not None:
+            if event_type == TIMER_FIRED or options is None or options.system:
+                raise ResumeRefusedError("discard-on-kernel-resume", "an override is an operator's approval; "
+                                         "the kernel's own resumes carry none")
+            if grant is None:
+                raise ResumeRefusedError("discard-unverified", "discardLegacyAnswers is honoured only on an event "
+                                         "the configured ResumeAuthenticator verified, covering the override")
+        verdict = self.scanned(execution_id, self.flows.get(flow_id or ""), live, fresh=discard is not None)
+        self.warn(execution_id, verdict)
+        ambiguous = verdict.ambiguous_steps()
+        if discard is not None:
+            if discard.step_id not in ambiguous:
+                raise ResumeRefusedError("discard-without-ambiguity", f"the log holds no unresolved ambiguity "
+                                         f"for step {discard.step_id!r}")
+            ambiguous.discard(discard.step_id)
+        if ambiguous:
+            raise ResumeRefusedError("ambiguous-legacy-answers", f"the answers of human step(s) "
+                                     f"{', '.join(sorted(ambiguous))} cannot be told apart from pre-0104 entries; "
+                                     f"inspect the log, then resume with an authenticated discardLegacyAnswers")
+        return discard
+
+    def scanned(self, execution_id: str, program: FlowProgram | None, live: bool, fresh: bool) -> ScanVerdict:
+        """R1a: feed the cached clean scanner only the new events, or scan the whole
+        retained log; keep the scanner again only when its verdict is clean."""
+        kinds = kinds_of(program)
+        cached = self.scans.take(execution_id)
+        last = self.store.next_seq(execution_id) - 1
+        scanner: StrayScanner | None = None
+        if cached is not None and not fresh and cached.definition is program and last >= cached.seq:
+            try:
+                cached.scanner.feed(self.store.read(execution_id, after=cached.seq), kinds)
+                scanner = cached.scanner
+            except NonContiguous:
+                scanner = None  # the tail does not continue what was scanned: rescan
+            if scanner is not None and scanner.consumed != last:
+                scanner = None  # retention removed events it never saw
+        if scanner is None:
+            scanner = self.full_scan(execution_id, kinds)
+        verdict = scanner.verdict(live)
+        if verdict.clean and not fresh:
+            self.scans.keep(execution_id, CachedScan(scanner, scanner.consumed, program))
+        return verdict
+
+    def full_scan(self, execution_id: str, kinds: Kinds) -> StrayScanner:
+        events = self.store.read(execution_id)
+        snapshot = self.store.get_snapshot(execution_id)
+        first = events[0].seq if events else self.store.next_seq(execution_id)
+        if snapshot is not None and first > 1:
+            scanner = StrayScanner.from_snapshot(snapshot[1], first - 1)  # the prefix was retained away
+        else:
+            scanner = StrayScanner(consumed=first - 1)
+        scanner.feed(events, kinds)
+        return scanner
+
+    @contextmanager
+    def refusal_drops_scan(self, execution_id: str) -> Iterator[None]:
+        """R1a: a refusal drops the cached scanner; the next operation scans the whole log."""
+        try:
+            yield
+        except KernelRefusal:
+            self.scans.drop(execution_id)
+            raise
+
+    def warn(self, execution_id: str, verdict: ScanVerdict) -> None:
+        for kind in verdict.warned:
+            if self.warned.first_time(execution_id, kind) and self.on_warn is not None:
+                self.on_warn(warning_of(execution_id, verdict, kind))
+
+    @staticmethod
+    def record_discard(append: Appender, discard: Discard | None, grant: Verdict | None) -> None:
+        """ADR 0104 D2: the override is itself an approval, recorded in the reserved namespace."""
+        if discard is not None and grant is not None:
+            append("DECISION_RECORDED", {"decisionId": discard.decision_id, "choice": discard.count,
+                                         "source": "operator", "rationale": {"approval": grant.evidence()}})
 
     def check_resumable(self, state: State, event_type: str) -> None:
         """The ingress gate, in order: kernel namespace, parked, the parked gate's name
@@ -377,6 +504,8 @@ class Runtime:
             raise ResumeRefusedError("terminal", f"execution is {state.status}; nothing to re-drive")
         self._require_flow(state.flow_id)
         self.check_code(state)
+        with self.refusal_drops_scan(execution_id):
+            self.scan_legacy(execution_id, state.flow_id, None, None, None)  # recovery included (D2)
         # ADR 0104 D1, crashed: EXECUTION_RECOVERED {} and nothing else; it answers no gate.
         Appender(self.store, execution_id, state.sequence + 1)(RECOVERED, {})
         return self.drive(execution_id)
@@ -391,6 +520,10 @@ class Runtime:
                     self.recover(execution_id)
                 except FlowCodeMismatchError:
                     continue  # pinned to code this runtime no longer has: resumeAs is the exit
+                except ResumeRefusedError as refused:
+                    if refused.reason != "ambiguous-legacy-answers":
+                        raise
+                    continue  # ADR 0104 D2: an operator resolves it; nothing was appended
                 recovered.append(execution_id)
         return recovered
 

@@ -9,3 +9,5 @@ APPROVAL_GRANTED = "APPROVAL_GRANTED"     # ADR 0117 D2: who approved, recorded 
 CLOCK_START_MS = 1_800_000_000_000        # a driver's clock after reset (ms since the epoch); only advance_clock moves it
 INPUT_EVENT = "loomcheck.input"            # what the flow-program language's input op emits: the input this run was handed
 STATE_MIGRATION_ERROR = "StateMigrationError"  # ADR 0056 D3: a transform that fails refuses the migration
+DISCARD_DECISION_PREFIX = "__loom_discard__"  # ADR 0104 D2: the operator override's decision, __loom_discard__:<stepId>
+WARN_MEMORY = 4096                         # ADR 0104 D2: what a runtime remembers having warned about (FIFO)

@@ -369,7 +369,10 @@ def test_refusal_table_is_the_spec() -> None:
         "view-digest-mismatch", "unauthenticated", "park-not-located", "timer-wake-not-system",
         "strict-needs-authenticator", "weak-secret",
         # ADR 0056 (tests/test_migration.py)
-        "code-mismatch", "transform-failed", "transform-returned-nothing", "unknown-transform", "input-contract"}
+        "code-mismatch", "transform-failed", "transform-returned-nothing", "unknown-transform", "input-contract",
+        # ADR 0104 D2 (tests/test_legacy.py)
+        "ambiguous-legacy-answers", "invalid-discard", "discard-on-kernel-resume", "discard-unverified",
+        "discard-without-ambiguity"}
 
 
 @pytest.mark.parametrize("kernel_type", KERNEL_TYPES)
