@@ -3,6 +3,7 @@
     loomcheck run [--impl SPEC] [--profile ci|dev|campaign] [--only ID ...] [--report DIR] [--seed N]
     loomcheck replay FILE [--impl SPEC]
     loomcheck catalogue [--json]
+    loomcheck fleet --count N --seed S --out DIR
 
 Exit codes: 0 everything passed; 1 an invariant was violated; 2 the run was
 incomplete or an implementation errored; 3 the suite could not run (bad
@@ -31,7 +32,7 @@ from loomcheck.spec.regressions import load_regression
 
 SUITE_FAILED = 3
 STYLE = {"pass": "green", "fail": "bold red", "not-applicable": "dim", "error": "yellow", "hazard": "magenta",
-         "not-reproduced": "magenta"}
+         "residual": "magenta", "not-reproduced": "magenta"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +77,13 @@ def _parser() -> argparse.ArgumentParser:
     cat = commands.add_parser("catalogue", help="list the invariants (or print the JSON export)")
     cat.add_argument("--json", action="store_true")
     cat.set_defaults(command=_catalogue)
+
+    fleet = commands.add_parser("fleet", help="write a corpus of mixed-version fleet logs with their ADR 0104 D2 verdicts")
+    # Taken as text and checked in _fleet, so a bad value exits 3 with a message (argparse would exit 2).
+    fleet.add_argument("--count", metavar="N", help="how many generated cases (the fixed cases come on top)")
+    fleet.add_argument("--seed", metavar="S", default="0", help="the seed (default 0): the same seed and count give the same file")
+    fleet.add_argument("--out", metavar="DIR", help="the directory corpus.json is written to")
+    fleet.set_defaults(command=_fleet)
     return parser
 
 
@@ -119,8 +127,8 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
                       str(record.examples))
     console.print(table)
     for record in report.results:
-        if record.status == "hazard":
-            console.print(f"[magenta]hazard[/] {record.id} (documented, ADR {record.adr} {record.decision}): "
+        if record.status in ("hazard", "residual"):
+            console.print(f"[magenta]{record.status}[/] {record.id} (documented, ADR {record.adr} {record.decision}): "
                           f"{escape(record.message or '')}")
         if record.status in ("fail", "error"):
             console.print(f"[{STYLE[record.status]}]{record.status}[/] {record.id} (ADR {record.adr} {record.decision}): "
@@ -140,7 +148,7 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
         console.print(f"corpus {corpus.name}: {corpus.cases} cases, {corpus.violations} violations ({escape(categories)})")
     s = report.summary
     state = "" if report.complete else " · INCOMPLETE"
-    hazards = f", {s.hazards} documented hazards" if s.hazards else ""
+    hazards = f", {s.hazards} demonstrations (documented hazards and residuals)" if s.hazards else ""
     console.print(f"{s.passed} passed, {s.failed} failed, {s.notApplicable} not applicable, {s.errors} errors{hazards} "
                   f"in {report.wallSeconds:.1f}s ({report.stateMachineSteps} state-machine steps){state}")
     console.print(f"report: {escape(str(args.report / 'report.json'))}, {escape(str(args.report / 'junit.xml'))}")
@@ -215,6 +223,52 @@ def _catalogue(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[bold]{inv.id}[/] (ADR {inv.adr} {inv.decision}, from {inv.since}; checks: {', '.join(inv.checks)})")
         console.print(f"    {escape(inv.statement)}")
     return 0
+
+
+# -- fleet ---------------------------------------------------------------------------
+def _fleet(args: argparse.Namespace, console: Console) -> int:
+    import time
+    from collections import Counter
+
+    from loomcheck.fleet.corpus import dump
+    from loomcheck.fleet.generate import generate
+
+    count = _whole_number("--count", args.count, minimum=0)
+    seed = _whole_number("--seed", args.seed)
+    if not args.out:
+        raise ValueError("--out DIR is required: the directory corpus.json is written to")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} exists and is not a directory")
+    began = time.perf_counter()
+    with _progress(console) as progress:
+        task = progress.add_task("fleet", total=count)
+        corpus = generate(count, seed, progress=lambda done: progress.update(task, completed=done))
+    seconds = time.perf_counter() - began
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "corpus.json").write_text(dump(corpus), encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot write {out / 'corpus.json'}: {exc.strerror or exc}") from None
+    kinds = Counter(case.kind for case in corpus.cases)
+    outcomes = Counter(case.expected.outcome for case in corpus.cases)
+    console.print(f"wrote {escape(str(out / 'corpus.json'))}: {len(corpus.cases)} cases "
+                  f"({', '.join(f'{kind} {n}' for kind, n in sorted(kinds.items()))}; "
+                  f"{', '.join(f'{o} {n}' for o, n in sorted(outcomes.items()))})")
+    console.print(f"generated in {seconds:.2f}s: {len(corpus.cases) / seconds if seconds else 0:.0f} cases per second")
+    return 0
+
+
+def _whole_number(flag: str, text: str | None, minimum: int | None = None) -> int:
+    if text is None:
+        raise ValueError(f"{flag} is required")
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{flag} must be a whole number, not {text!r}") from None
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{flag} must be at least {minimum}, not {value}")
+    return value
 
 
 if __name__ == "__main__":

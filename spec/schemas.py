@@ -26,6 +26,7 @@ def _schema(model: type[BaseModel], name: str, title: str) -> dict[str, Any]:
 
 def generated() -> dict[str, str]:
     """File name under spec/ -> its text."""
+    from loomcheck.fleet.corpus import Corpus
     from loomcheck.reports.model import Report
 
     schemas = {
@@ -33,6 +34,7 @@ def generated() -> dict[str, str]:
         "schemas/regression-log.schema.json": _schema(RegressionLog, "regression-log.schema.json", "loomcheck regression log (loomcheck-regression/1)"),
         "schemas/report.schema.json": _schema(Report, "report.schema.json", "loomcheck report (loomcheck-report/1)"),
         "schemas/catalogue.schema.json": _schema(Catalogue, "catalogue.schema.json", "loomcheck invariant catalogue"),
+        "schemas/fleet-corpus.schema.json": _schema(Corpus, "fleet-corpus.schema.json", "loomcheck fleet corpus (loomcheck.fleet/1)"),
     }
     files = {name: json.dumps(schema, indent=2, ensure_ascii=False) + "\n" for name, schema in schemas.items()}
     files["catalogue.json"] = export_json(load_catalogue())
