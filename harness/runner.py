@@ -37,6 +37,8 @@ from loomcheck.harness.session import ImplementationFailed, Session, hello_of
 from loomcheck.properties.bound import run_bound_answers
 from loomcheck.properties.keysafety import CorpusResult, run_hostile_names
 from loomcheck.properties.tampering import run_tampering
+from loomcheck.properties.legacy import run_legacy_override, run_legacy_warnings, run_warm_scan
+from loomcheck.properties.legacylogs import run_legacy_logs
 from loomcheck.properties.machine import PROFILES, InvariantViolated, run_stateful
 from loomcheck.properties.registry import all_predicates
 from loomcheck.reports.model import CorpusRecord, Finding, Implementation, InvariantRecord, Report
@@ -51,7 +53,14 @@ CORPORA: tuple[tuple[str, str, Callable[[Session, tuple[str, ...]], CorpusResult
     ("corpus:hostile-names", "hostile names", lambda session, ids: run_hostile_names(session)),
     ("corpus:bound-answers", "bound answers", run_bound_answers),
     ("corpus:tampering", "signature tampering", run_tampering),
+    ("corpus:legacy-logs", "legacy logs", run_legacy_logs),
+    ("corpus:legacy-override", "legacy override", run_legacy_override),
+    ("corpus:legacy-warnings", "legacy warnings", run_legacy_warnings),
+    ("corpus:warm-scan", "warm scan", run_warm_scan),
 )
+
+
+DEMONSTRATIONS = {"documented-hazard": "hazard", "documented-residual": "residual"}
 
 
 @dataclass
@@ -254,7 +263,7 @@ class Run:
                     tally.errors.append(f"{label}: {result.failure}")
                     continue
                 problems = [v.message for v in result.violated(invariant_id)]
-                if self.catalogue.get(invariant_id).kind != "documented-hazard":
+                if self.catalogue.get(invariant_id).kind not in DEMONSTRATIONS:
                     problems += result.differences  # a hazard is demonstrated by its predicate alone
                 if problems and tally.failure is None:
                     tally.failure = f"{log.name}: {problems[0]}"
@@ -330,10 +339,11 @@ class Run:
                                      examples=tally.examples)
             if inv.id in self.na:
                 record.status, record.message = "not-applicable", self.na[inv.id]
-            elif inv.kind == "documented-hazard" and not tally.errors and tally.examples:
-                # A demonstration: whether the hazard shows on this kernel, never a pass or a failure.
-                record.status = "hazard" if tally.failure is not None else "not-reproduced"
-                record.message = tally.failure or "the demonstration did not show the hazard on this implementation"
+            elif inv.kind in DEMONSTRATIONS and not tally.errors and tally.examples:
+                # A demonstration: whether the hazard (or residual) shows on this kernel, never a pass or a failure.
+                shown = DEMONSTRATIONS[inv.kind]
+                record.status = shown if tally.failure is not None else "not-reproduced"
+                record.message = tally.failure or f"the demonstration did not show the {shown} on this implementation"
                 record.counterexample = tally.counterexample
             elif tally.failure is not None:
                 record.status, record.message = "fail", tally.failure

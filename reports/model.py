@@ -8,9 +8,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# "hazard" / "not-reproduced" are for documented hazards only: whether the
-# demonstration shows the hazard on this implementation. Neither is a pass.
-Status = Literal["pass", "fail", "not-applicable", "error", "hazard", "not-reproduced"]
+# "hazard" / "residual" / "not-reproduced" are for documented hazards and
+# documented residuals only: whether the demonstration shows the hazard (or the
+# residual an ADR admits) on this implementation. None of them is a pass.
+Status = Literal["pass", "fail", "not-applicable", "error", "hazard", "residual", "not-reproduced"]
 FORMAT = "loomcheck-report/1"
 
 
@@ -84,12 +85,13 @@ class Report(_Model):
     findings: list[Finding] = []
 
     def summarise(self) -> None:
-        counts = {"pass": 0, "fail": 0, "not-applicable": 0, "error": 0, "hazard": 0, "not-reproduced": 0}
+        counts = {"pass": 0, "fail": 0, "not-applicable": 0, "error": 0, "hazard": 0, "residual": 0,
+                  "not-reproduced": 0}
         for record in self.results:
             counts[record.status] += 1
         self.summary = Summary(passed=counts["pass"], failed=counts["fail"],
                                notApplicable=counts["not-applicable"], errors=counts["error"],
-                               hazards=counts["hazard"] + counts["not-reproduced"])
+                               hazards=counts["hazard"] + counts["residual"] + counts["not-reproduced"])
 
     def exit_code(self) -> int:
         """0 all pass; 1 a violation; 2 incomplete or an error (documented in the README)."""

@@ -39,8 +39,8 @@ def write_junit(report: Report, path: Path) -> None:
             case.system_out = detail
         elif record.status == "not-applicable":
             case.result = [Skipped(record.message or "not applicable")]
-        elif record.status in ("hazard", "not-reproduced"):
-            case.result = [Skipped(f"documented hazard, {record.status}: {record.message or ''}")]
+        elif record.status in ("hazard", "residual", "not-reproduced"):
+            case.result = [Skipped(f"{record.kind.replace('-', ' ')}, {record.status}: {record.message or ''}")]
         suite.add_testcase(case)
     for finding in report.findings:
         case = TestCase(f"finding: {finding.kind}", classname="loomcheck")

@@ -43,13 +43,18 @@ def test_main_job_on_the_reference_through_the_installed_command(tmp_path: Path)
     catalogue = load_catalogue()
     count = len(catalogue.invariants)
     hazards = {inv.id for inv in catalogue.invariants if inv.kind == "documented-hazard"}
-    assert f"{count - len(hazards)} passed, 0 failed" in done.stdout
+    # R1a's residuals on the reference: its warm scan shows two; it rescans on a new definition.
+    residuals = {"residual.truncate-after-clean-scan": "residual", "residual.recreated-log": "residual",
+                 "residual.step-kind-between-feeds": "not-reproduced"}
+    assert residuals.keys() == {inv.id for inv in catalogue.invariants if inv.kind == "documented-residual"}
+    assert f"{count - len(hazards) - len(residuals)} passed, 0 failed" in done.stdout
     report = _report(tmp_path)
     assert report["complete"] is True
     assert {r["id"] for r in report["results"]} == set(catalogue.ids)
     for record in report["results"]:
         assert {"id", "adr", "status", "examples"} <= set(record)
-        assert record["status"] == ("hazard" if record["id"] in hazards else "pass") and record["examples"] > 0
+        wanted = "hazard" if record["id"] in hazards else residuals.get(record["id"], "pass")
+        assert record["status"] == wanted and record["examples"] > 0
     suites = list(JUnitXml.fromfile(str(tmp_path / "junit.xml")))
     assert sum(len(list(suite)) for suite in suites) == count
 

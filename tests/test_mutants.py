@@ -30,6 +30,7 @@ def run_fresh(impl: str, invariant: str, report_dir: Path) -> Report:
 
 PAIRS = [(mutant, invariant) for mutant, invariants in CATCHES.items() for invariant in invariants]
 MAX_OPERATIONS = 8
+UNSCRIPTED = {"corpus:legacy-warnings", "corpus:warm-scan"}  # see below: not yet expressible as scripts
 MAX_EVENTS = 30
 
 
@@ -47,14 +48,22 @@ def test_mutant_is_caught_with_a_short_counterexample(mutant: str, invariant: st
     impl = f"python:mutants.{mutant}:make"
     report = run_fresh(impl, invariant, tmp_path)
     (record,) = report.results
-    if load_catalogue().get(invariant).kind == "documented-hazard":
-        # A documented hazard is demonstrated, never passed: on a kernel that avoids it, the
-        # demonstration says so ("not-reproduced") and the run does not fail.
-        assert record.status == "not-reproduced", record
+    entry = load_catalogue().get(invariant)
+    if entry.kind in ("documented-hazard", "documented-residual"):
+        # A demonstration is never passed or failed: the mutant's status differs from the
+        # reference's (one shows the hazard or residual, the other does not), and neither fails the run.
+        reference = run_fresh("reference:memory", invariant, tmp_path / "reference")
+        assert {record.status, reference.results[0].status} in ({"hazard", "not-reproduced"},
+                                                                 {"residual", "not-reproduced"}), (record, reference)
         assert report.exit_code() == 0
         return
     assert record.status == "fail", record
     assert report.exit_code() == 1
+    if set(entry.checks) <= UNSCRIPTED or (record.counterexample is None and "warned" in (record.message or "")):
+        # These corpora also append as another node, truncate, erase or read warnings, which
+        # scripts cannot yet express: the failure names the case instead of a counterexample file.
+        assert record.message and "corpus" in record.message, record
+        return
     assert record.counterexample, "a failure must come with a replayable counterexample"
     assert record.counterexampleOperations is not None and record.counterexampleOperations <= MAX_OPERATIONS
     assert record.counterexampleEvents is not None and record.counterexampleEvents <= MAX_EVENTS
