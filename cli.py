@@ -145,7 +145,9 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
             console.print(f"    counterexample: {escape(finding.counterexample)}")
     for corpus in report.corpora:
         categories = ", ".join(f"{name} {count}" for name, count in corpus.perCategory.items())
-        console.print(f"corpus {corpus.name}: {corpus.cases} cases, {corpus.violations} violations ({escape(categories)})")
+        shown = f", {corpus.demonstrations} demonstrated" if corpus.demonstrations else ""
+        console.print(f"corpus {corpus.name}: {corpus.cases} cases, {corpus.violations} violations{shown} "
+                      f"({escape(categories)})")
     s = report.summary
     state = "" if report.complete else " · INCOMPLETE"
     hazards = f", {s.hazards} demonstrations (documented hazards and residuals)" if s.hazards else ""

@@ -282,9 +282,12 @@ class Run:
                 self.progress(label, 1, 1)
 
     def _corpus_result(self, session: Session, check: str, invariants: list[Invariant], result: CorpusResult) -> None:
+        kinds = {inv.id: inv.kind for inv in self.catalogue.invariants}
+        shown = [v for v in result.violations if kinds.get(v.invariant) in DEMONSTRATIONS]
         self.report.corpora.append(CorpusRecord(name=check.split(":", 1)[1], cases=result.cases,
                                                 perCategory=dict(result.per_category),
-                                                violations=len(result.violations),
+                                                violations=len(result.violations) - len(shown),
+                                                demonstrations=len(shown),
                                                 invariants=[inv.id for inv in invariants]))
         for inv in invariants:
             tally = self.tallies[inv.id]

@@ -51,6 +51,7 @@ class CorpusRecord(_Model):
     cases: int = 0
     perCategory: dict[str, int] = {}
     violations: int = 0
+    demonstrations: int = Field(default=0, description="documented hazards or residuals the corpus showed (not violations)")
     invariants: list[str] = Field(default=[], description="the invariants the corpus judged")
 
 
