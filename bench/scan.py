@@ -31,8 +31,40 @@ def run(runtime_class: type[Runtime], gates: int, store: str) -> float:
     return elapsed
 
 
+def scanner_alone(cases: int = 300) -> None:
+    """The scanner without a kernel around it: a verdict at every cut position of the
+    fleet corpus's logs, by a full rescan each time or by feeding only the new event."""
+    from loomcheck.fleet.generate import fixed_cases, generated_case
+    from loomcheck.reference.events import Event
+    from loomcheck.reference.legacy import kinds_of
+    from loomcheck.reference.scanner import StrayScanner, scan
+    from loomcheck.spec.programs import FlowProgram
+
+    logs = []
+    for case in fixed_cases() + [generated_case(3, i) for i in range(cases)]:
+        events = [Event("x", e.seq, e.type, e.payload) for e in case.log]
+        start = events[0].seq - 1 if events else int((case.snapshot or {}).get("sequence") or 0)
+        logs.append((kinds_of(FlowProgram.model_validate(case.program)), events, case.snapshot, start))
+    began, cuts = time.perf_counter(), 0
+    for kinds, events, snapshot, _ in logs:
+        for cut in range(len(events) + 1):
+            scan(events[:cut], snapshot, kinds)
+            cuts += 1
+    full = time.perf_counter() - began
+    began = time.perf_counter()
+    for kinds, events, snapshot, start in logs:
+        scanner = StrayScanner.from_snapshot(snapshot, start) if snapshot and start else StrayScanner(consumed=start)
+        for cut in range(len(events) + 1):
+            scanner.feed(events[cut:cut + 1], kinds)
+            scanner.verdict()
+    warm = time.perf_counter() - began
+    print(f"scanner {cuts} cut positions of {len(logs)} fleet logs: full rescans {full:.3f} s, "
+          f"incremental {warm:.3f} s, ratio {full / warm:.2f}x")
+
+
 def main(argv: list[str]) -> None:
     gates = int(argv[0]) if argv else 200
+    scanner_alone()
     for store in ("memory", "sqlite"):
         full = run(FullScans, gates, store)
         warm = run(Runtime, gates, store)

@@ -249,7 +249,7 @@ def _downgrade(session: Session) -> list[Violation]:
     now = ((session.read_state("x").get("variables") or {}).get("_resumePayloads")) or []
     if nulls and len(old_entries) > len(now):
         return [Violation("hazard.downgrade", f"the kernel wrote EXECUTION_RESUMED(null) at seq {nulls[0]} for an "
-                          f"in-doubt verdict; a pre-1.20 kernel folds {len(old_entries)} entries where this one "
-                          f"holds {len(now)}, and would pass go1 with null: settle such executions before a "
+                          f"in-doubt verdict; a pre-1.20 kernel folds the answer list {old_entries!r} where this "
+                          f"one holds {now!r}, and would pass go1 with null: settle such executions before a "
                           f"rollback.", tuple(nulls))]
     return []

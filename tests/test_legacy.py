@@ -360,3 +360,29 @@ def test_residual_3_a_kind_that_changes_between_feeds() -> None:
     warm.feed(log[5:], after)
     assert warm.verdict().ambiguities == ()
     assert [a.shape for a in scan(log, None, after).ambiguities] == ["reparked-after-answer"]
+
+
+def test_every_cut_of_every_fleet_log_equals_one_pass() -> None:
+    """R1a on the logs a mixed-version fleet writes (the generated corpus, fixed cases
+    included): for every cut position, the prefix fed then the rest equals one full scan,
+    snapshot and all, and feeding the whole log again changes nothing."""
+    from loomcheck.fleet.generate import fixed_cases, generated_case
+    from loomcheck.reference.legacy import kinds_of
+    from loomcheck.spec.programs import FlowProgram
+
+    cases = fixed_cases() + [generated_case(3, i) for i in range(150)]
+    cuts = 0
+    for case in cases:
+        kinds = kinds_of(FlowProgram.model_validate(case.program))
+        log = [Event("x", e.seq, e.type, e.payload) for e in case.log]
+        whole = scan(log, case.snapshot, kinds, case.live)
+        start = log[0].seq - 1 if log else int((case.snapshot or {}).get("sequence") or 0)
+        for cut in range(len(log) + 1):
+            scanner = (StrayScanner.from_snapshot(case.snapshot, start) if case.snapshot is not None and start > 0
+                       else StrayScanner(consumed=start))
+            scanner.feed(log[:cut], kinds)
+            scanner.feed(log[cut:], kinds)
+            scanner.feed(log, kinds)
+            assert scanner.verdict(case.live) == whole, (case.id, cut)
+            cuts += 1
+    assert cuts > 1000
