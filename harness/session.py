@@ -208,6 +208,15 @@ class Session:
             raise ImplementationFailed("fold", f"not an object: {type(state).__name__}")
         return state
 
+    # -- calls no script operation expresses yet ------------------------------------
+    def unscripted(self, label: str, call: Callable[[], Any]) -> Any:
+        """A driver call outside the script (appending as another node of the fleet,
+        retention, reading warnings: ADR 0104 D2), guarded like every other call."""
+        return self._call(label, call)
+
+    def unscripted_outcome(self, label: str, call: Callable[[], Any]) -> Outcome:
+        return self._outcome(label, call)
+
     # -- calls -------------------------------------------------------------------
     def _dispatch(self, op: Operation) -> Any:
         if isinstance(op, Define):

@@ -169,7 +169,7 @@ AT_RISK = [START, *PAIR]  # crashed after an old node's recovery: its next gate 
 
 
 def _warned(session: Session, execution: str) -> list[str]:
-    said = session._call("warnings", session.driver.warnings)
+    said = session.unscripted("warnings", session.driver.warnings)
     if not isinstance(said, list) or not all(isinstance(w, dict) for w in said):
         raise ImplementationFailed("warnings", f"returned {said!r}, not a list of objects")
     return [str(w.get("verdict")) for w in said if w.get("executionId") == execution]
@@ -185,8 +185,8 @@ def _warnings_run(session: Session, result: CorpusResult) -> None:
                                   "two resumes of one execution with a passed stray"), session, scripted=False)
     # WARN_MEMORY - 1 other (execution, verdict) pairs: e0's is still remembered. One more: forgotten.
     for i in range(1, WARN_MEMORY + 1):
-        session._call("load", lambda: session.driver.load(f"e{i}", events(AT_RISK), None))
-        session._call("recover", lambda: session.driver.recover(f"e{i}"))
+        session.unscripted("load", lambda: session.driver.load(f"e{i}", events(AT_RISK), None))
+        session.unscripted("recover", lambda: session.driver.recover(f"e{i}"))
         if i == WARN_MEMORY - 1:
             session.apply(Resume("e0", "go4", 4))
             _case(result, "bounded", _expect(_warned(session, "e0"), ["passed"], "legacy.warn-memory-bounded",
@@ -262,7 +262,7 @@ def _kind_start(session: Session) -> None:
 
 
 def _append(session: Session, execution: str, pairs: list[tuple[str, Any]]) -> None:
-    outcome = session._outcome("append_events", lambda: session.driver.append_events(execution, events(pairs)))
+    outcome = session.unscripted_outcome("append_events", lambda: session.driver.append_events(execution, events(pairs)))
     if not outcome.ok:
         raise ImplementationFailed("append_events", f"refused {outcome.reason}")
 
@@ -284,7 +284,7 @@ def _warm_run(session: Session, result: CorpusResult) -> None:
 
     def rewound() -> None:  # erased, and re-created SHORTER than scanned by an old node, a stray first
         to_human()
-        session._call("erase", lambda: session.driver.erase("w"))
+        session.unscripted("erase", lambda: session.driver.erase("w"))
         _append(session, "w", [START, *PAIR, ("STEP_STARTED", {"stepId": "h", "attempt": 1})])
     _warm_twins(session, result, "a log erased and re-created shorter", "scan.invalidated", rewound, recover)
 
@@ -317,14 +317,14 @@ def _warm_run(session: Session, result: CorpusResult) -> None:
                 kind_changed, resume("g2", "x"), residual=True, setup=_kind_start)
 
     def recreated() -> None:  # R1a residual 2: re-created at least as long, a stray early in it
-        session._call("erase", lambda: session.driver.erase("w"))
+        session.unscripted("erase", lambda: session.driver.erase("w"))
         _append(session, "w", [START, *PAIR, ("EXECUTION_SUSPENDED", {"condition": {"on": "go2"}})])
     _warm_twins(session, result, "a log erased and re-created as long", "residual.recreated-log", recreated,
                 resume("go2", "v2"), residual=True)
 
 
 def _truncate(session: Session, execution: str, upto: int) -> None:
-    outcome = session._outcome("truncate_prefix", lambda: session.driver.truncate_prefix(execution, upto))
+    outcome = session.unscripted_outcome("truncate_prefix", lambda: session.driver.truncate_prefix(execution, upto))
     if not outcome.ok:
         raise ImplementationFailed("truncate_prefix", f"refused {outcome.reason}")
 

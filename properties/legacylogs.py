@@ -144,7 +144,7 @@ def _fleet(session: Session, invariant_ids: tuple[str, ...], result: CorpusResul
         result.cases += 1
         result.per_category["fleet " + case.kind] = result.per_category.get("fleet " + case.kind, 0) + 1
         try:
-            problems = list(session._call(f"fleet case {case.id}", lambda: replay_case(session.driver, case)))
+            problems = list(session.unscripted(f"fleet case {case.id}", lambda: replay_case(session.driver, case)))
         except ImplementationFailed as failed:
             problems = [f"the implementation failed: {failed}"]
         found = [Violation(_invariant_of(problem, case), f"fleet case {case.id} ({case.title}): {problem}")
