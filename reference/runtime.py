@@ -497,6 +497,10 @@ class Runtime:
 
     def recover(self, execution_id: str) -> Driven:
         state, _ = self._existing(execution_id)
+        with self.refusal_drops_scan(execution_id):
+            return self._recover(execution_id, state)
+
+    def _recover(self, execution_id: str, state: State) -> Driven:
         if state.status == "suspended":
             # ADR 0104 D4: recovery of a parked execution is refused.
             raise ResumeRefusedError("not-suspended", "execution is parked; only a resume naming its gate re-drives it")
@@ -504,8 +508,7 @@ class Runtime:
             raise ResumeRefusedError("terminal", f"execution is {state.status}; nothing to re-drive")
         self._require_flow(state.flow_id)
         self.check_code(state)
-        with self.refusal_drops_scan(execution_id):
-            self.scan_legacy(execution_id, state.flow_id, None, None, None)  # recovery included (D2)
+        self.scan_legacy(execution_id, state.flow_id, None, None, None)  # recovery included (D2)
         # ADR 0104 D1, crashed: EXECUTION_RECOVERED {} and nothing else; it answers no gate.
         Appender(self.store, execution_id, state.sequence + 1)(RECOVERED, {})
         return self.drive(execution_id)

@@ -386,3 +386,60 @@ def test_every_cut_of_every_fleet_log_equals_one_pass() -> None:
             assert scanner.verdict(case.live) == whole, (case.id, cut)
             cuts += 1
     assert cuts > 1000
+
+
+def _warm(program: dict[str, Any]) -> ReferenceDriver:
+    driver = ReferenceDriver(store="memory")
+    assert driver.define_flow("f", program).ok and driver.start("x", "f", None).ok
+    assert driver.resume("x", "go1", {}).ok and "x" in driver.runtime.scans.entries  # kept after a clean scan
+    return driver
+
+
+WARM = {"body": [{"op": "suspend", "on": "go1"}, {"op": "suspend", "on": "go2"},
+                 {"op": "step", "id": "h", "kind": "human"}, {"op": "suspend", "on": "go3"}, {"op": "complete"}]}
+
+
+def _rescanned(driver: ReferenceDriver, operation: Any) -> None:
+    """The cache entry is not the old object afterwards: the operation scanned the whole log."""
+    before = driver.runtime.scans.entries.get("x")
+    operation()
+    after = driver.runtime.scans.entries.get("x")
+    assert before is not None and (after is None or after.scanner is not before.scanner)
+
+
+def test_each_invalidation_forces_a_full_scan() -> None:
+    """R1a: anything flagged, a refusal, an override, a different definition object, a gap,
+    a log that no longer reaches the scanned sequence: the whole log is scanned again."""
+    driver = _warm(WARM)
+    _rescanned(driver, lambda: driver.resume("x", "go1", "wrong gate"))                 # a refusal
+    driver = _warm(WARM)
+    _rescanned(driver, lambda: driver.resume("x", "go2", 2, {"discardLegacyAnswers": {"stepId": "h", "count": 0}}))
+    driver = _warm(WARM)
+    assert driver.define_flow("f", WARM).ok                                              # a new definition object
+    _rescanned(driver, lambda: driver.resume_as("x", "f", "go2", 2))
+    driver = _warm(WARM)
+    driver.append_events("x", [{"type": "EXECUTION_RECOVERED", "payload": {}}])
+    assert driver.truncate_prefix("x", driver.read_log("x")[-1]["seq"]).ok              # retained past it: a gap
+    _rescanned(driver, lambda: driver.resume("x", "go2", 2))
+    driver = _warm(WARM)
+    _rescanned(driver, lambda: driver.recover("x"))            # a recovery refused (it is parked) drops it too
+    driver = _warm(WARM)
+    driver.erase("x")
+    driver.append_events("x", [{"type": "EXECUTION_STARTED", "payload": {"flowId": "f", "input": None}}])
+    _rescanned(driver, lambda: driver.recover("x"))                                      # shorter than scanned
+    driver = _warm(WARM)
+    driver.append_events("x", [{"type": "go2", "payload": 2}, {"type": "EXECUTION_RESUMED", "payload": 2},
+                               {"type": "EXECUTION_RECOVERED", "payload": {}},
+                               {"type": "EXECUTION_RESUMED", "payload": {}}])  # an old node's answer, crash, pair
+    assert driver.recover("x").ok                                                        # flagged: at-risk
+    assert [w["verdict"] for w in driver.warnings()] == ["at-risk"] and "x" not in driver.runtime.scans.entries
+
+
+def test_a_clean_warm_scan_feeds_only_the_new_events() -> None:
+    """R1a: with nothing invalidating it, the kept scanner is the one fed, from its sequence on."""
+    driver = _warm(WARM)
+    kept = driver.runtime.scans.entries["x"]
+    consumed = kept.scanner.consumed
+    assert driver.resume("x", "go2", 2).ok
+    again = driver.runtime.scans.entries["x"]
+    assert again.scanner is kept.scanner and again.seq > consumed
