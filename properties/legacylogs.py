@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from loomcheck.fleet.corpus import Case
 from loomcheck.fleet.generate import fixed_cases, generated_case
-from loomcheck.fleet.replay import replay_case
+from loomcheck.fleet.replay import answers_of, replay_case
 from loomcheck.harness.script import Define, Load, Operation, Recover, Resume, ResumeAs, Start
 from loomcheck.harness.session import ImplementationFailed, Session, Step
 from loomcheck.properties.keysafety import CorpusResult
@@ -217,9 +217,7 @@ def _judge(session: Session, case: LegacyCase) -> Iterator[Violation]:
 
 def _as_written(step: Step, label: str) -> Iterator[Violation]:
     """Every gate the run passed received the entry at its index (ADR 0057; D2: as written)."""
-    variables = (step.state_after or {}).get("variables") or {}
-    # ADR 0057's legacy fallback: a pre-1.16 snapshot's one _resumePayload is a one-entry list.
-    entries = variables.get("_resumePayloads", [variables["_resumePayload"]] if "_resumePayload" in variables else [])
+    entries = answers_of(step.state_after or {})  # with ADR 0057's legacy fallback
     for event in step.log_after[len(step.log_before):]:
         fact = event["payload"] if event["type"] == "loomcheck.observed" else None
         if isinstance(fact, dict) and isinstance(fact.get("gate"), int):

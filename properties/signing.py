@@ -11,7 +11,7 @@ import hmac
 import re
 from typing import Any
 
-from loomcheck.spec.canonical import CanonicalError, canonical_json
+from loomcheck.spec.canonical import MAX_SAFE_INTEGER, CanonicalError, canonical_json
 
 PURPOSE = "loom.resume/1"
 SIGNATURE = re.compile(r"[0-9a-f]{64}")
@@ -27,7 +27,7 @@ def signed_discard(value: Any) -> Any:
     if value is None or value is False:
         return False
     if (isinstance(value, dict) and set(value) == {"stepId", "count"} and isinstance(value["stepId"], str)
-            and value["stepId"] and _int(value["count"]) and 0 <= value["count"] <= 2**53 - 1):
+            and value["stepId"] and _int(value["count"]) and 0 <= value["count"] <= MAX_SAFE_INTEGER):
         return {"count": value["count"], "stepId": value["stepId"]}
     raise CanonicalError("not-json", "/discardLegacyAnswers", "neither absent nor {stepId, count}")
 

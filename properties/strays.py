@@ -24,9 +24,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from loomcheck.spec.names import DISCARD_DECISION_PREFIX, IN_DOUBT_GATE
+
 JSON = Any
-IN_DOUBT_GATE = "EffectInDoubtResolved"          # ADR 0104 D1: the park of an in-doubt step
-DISCARD_PREFIX = "__loom_discard__:"             # ADR 0104 D2: the operator override's decision id
+DISCARD_PREFIX = DISCARD_DECISION_PREFIX + ":"   # ADR 0104 D2: the operator override's decision id
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 NON_HUMAN = frozenset({"idempotent", "non-idempotent"})
 WARNED = ("passed", "at-risk", "unverifiable")   # the verdicts a kernel warns about (section 4)

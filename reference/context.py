@@ -69,6 +69,11 @@ def indoubt_decision_id(step_id: str, attempt: int) -> str:
     return f"{INDOUBT_DECISION_PREFIX}:{step_id}:{attempt}"
 
 
+def discard_decision_id(step_id: str) -> str:
+    """ADR 0104 D2: the operator override's decision, in the reserved namespace."""
+    return f"{DISCARD_DECISION_PREFIX}:{step_id}"
+
+
 def is_verdict_for(payload: JSON, step_id: str) -> bool:
     return isinstance(payload, dict) and payload.get("stepId") == step_id and payload.get("resolution") in VERDICTS
 
@@ -239,7 +244,7 @@ class FlowContext:
     def discard_legacy(self, step_id: str) -> None:
         """ADR 0104 D2, the operator override: at this step, discard `count` entries
         before the step takes its answer, live and on every replay (once per run)."""
-        count = self.decisions.get(f"{DISCARD_DECISION_PREFIX}:{step_id}")
+        count = self.decisions.get(discard_decision_id(step_id))
         if type(count) is int and count > 0 and step_id not in self.discarded:
             self.discarded.add(step_id)
             self._consumed += count

@@ -9,13 +9,14 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from loomcheck.reference.approvals import signed_discard
+from loomcheck.reference.context import discard_decision_id
 from loomcheck.reference.errors import ResumeRefusedError
 from loomcheck.reference.scanner import Kinds, StrayScanner, Verdict
-from loomcheck.spec.names import DISCARD_DECISION_PREFIX, WARN_MEMORY
+from loomcheck.spec.names import WARN_MEMORY
 from loomcheck.spec.programs import FlowProgram, StepOp
 
 SCAN_CACHE = 1024   # R1a: "a bounded process-local map"
-MAX_SAFE = 2**53 - 1
 
 Warn = Callable[[dict[str, Any]], None]
 
@@ -84,18 +85,17 @@ class Discard:
 
     @property
     def decision_id(self) -> str:
-        return f"{DISCARD_DECISION_PREFIX}:{self.step_id}"
+        return discard_decision_id(self.step_id)
 
 
 def parse_discard(value: Any) -> Discard | None:
     """None when there is no override; refused invalid-discard when it is malformed."""
-    if value is None or value is False:
-        return None
-    if (isinstance(value, dict) and set(value) == {"stepId", "count"} and isinstance(value["stepId"], str)
-            and value["stepId"] and type(value["count"]) is int and 0 <= value["count"] <= MAX_SAFE):
-        return Discard(value["stepId"], value["count"])
-    raise ResumeRefusedError("invalid-discard", "discardLegacyAnswers must be exactly {stepId: a non-empty string, "
-                                                "count: an integer >= 0}")
+    try:
+        override = signed_discard(value)  # the one reading of the override's shape (spec/signing.md)
+    except (TypeError, ValueError):
+        raise ResumeRefusedError("invalid-discard", "discardLegacyAnswers must be exactly {stepId: a non-empty "
+                                                    "string, count: an integer >= 0}") from None
+    return None if override is False else Discard(override["stepId"], override["count"])
 
 
 def warning_of(execution_id: str, verdict: Verdict, kind: str) -> dict[str, Any]:
