@@ -1,2 +1,3 @@
-"""Report writers: the report model (report.json), junit.xml, and the terminal
-table. Committed reports live in subfolders (reports/reference/...)."""
+"""Reports: the report model (report.json) and its writers (junit.xml, summary.md,
+the HTML conformance matrix), implementation manifests of known failures, and
+the comparison of two reports. Committed reports live in subfolders (reports/reference/...)."""

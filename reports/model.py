@@ -25,6 +25,23 @@ class Implementation(_Model):
     version: str = "unknown"
     eventSchema: str | None = None
     features: list[str] = []
+    transport: Literal["in-process", "stdio"] = "in-process"
+    command: str | None = Field(default=None, description="for stdio: the command line that started the implementation")
+
+
+class Expected(_Model):
+    """What an implementation's manifest says about one invariant it is known to fail."""
+
+    status: Literal["fail", "error"]
+    reason: str
+    link: str | None = None
+
+
+# How the run compares with the manifest: the failure it expects ("expected-failure",
+# no longer a reason to exit 1), a pass where it expects a failure ("unexpected-pass":
+# the manifest is stale), or fail where it expects error or the reverse
+# ("still-failing-differently": counted like any failure, since something changed).
+ManifestVerdict = Literal["expected-failure", "unexpected-pass", "still-failing-differently"]
 
 
 class InvariantRecord(_Model):
@@ -42,6 +59,13 @@ class InvariantRecord(_Model):
     counterexample: str | None = Field(default=None, description="path of a replayable regression log")
     counterexampleEvents: int | None = None
     counterexampleOperations: int | None = None
+    expected: Expected | None = Field(default=None, description="the manifest's entry for this invariant, if any")
+    manifest: ManifestVerdict | None = Field(default=None, description="how the status compares with `expected`")
+
+    @property
+    def excused(self) -> bool:
+        """A failure the manifest expects, exactly as it expects it."""
+        return self.manifest == "expected-failure"
 
 
 class CorpusRecord(_Model):
@@ -59,6 +83,11 @@ class Finding(_Model):
     kind: Literal["implementation-error", "suite-error", "spec-error"]
     message: str
     counterexample: str | None = None
+    # Free text (with a pattern) rather than a Literal: transports add causes, and an
+    # older reader should still load a newer report.
+    reason: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9-]*$",
+                               description="a short machine-readable cause: hang, crash, garbage, wrong-id, oversized, "
+                                           "flood, lying-hello, invalid-message, deadline, ...")
 
 
 class Summary(_Model):
@@ -67,6 +96,7 @@ class Summary(_Model):
     notApplicable: int = 0
     errors: int = 0
     hazards: int = 0
+    expectedFailures: int = Field(default=0, description="failures and errors the manifest expects (counted in failed/errors too)")
 
 
 class Report(_Model):
@@ -80,10 +110,12 @@ class Report(_Model):
     wallSeconds: float = 0.0
     stateMachineSteps: int = 0
     complete: bool = False
+    stopped: str | None = Field(default=None, description="why a partial run stopped, e.g. restart budget spent")
     summary: Summary = Summary()
     results: list[InvariantRecord] = []
     corpora: list[CorpusRecord] = []
     findings: list[Finding] = []
+    unexpectedPasses: list[str] = Field(default=[], description="invariants the manifest expects to fail that passed")
 
     def summarise(self) -> None:
         counts = {"pass": 0, "fail": 0, "not-applicable": 0, "error": 0, "hazard": 0, "residual": 0,
@@ -92,12 +124,17 @@ class Report(_Model):
             counts[record.status] += 1
         self.summary = Summary(passed=counts["pass"], failed=counts["fail"],
                                notApplicable=counts["not-applicable"], errors=counts["error"],
-                               hazards=counts["hazard"] + counts["residual"] + counts["not-reproduced"])
+                               hazards=counts["hazard"] + counts["residual"] + counts["not-reproduced"],
+                               expectedFailures=sum(r.excused for r in self.results))
 
-    def exit_code(self) -> int:
-        """0 all pass; 1 a violation; 2 incomplete or an error (documented in the README)."""
-        if any(r.status == "fail" for r in self.results):
+    def exit_code(self, strict: bool = False) -> int:
+        """0 all pass; 1 a violation; 2 incomplete or an error (documented in the README).
+        A failure or error the manifest expects counts as neither; an unexpected pass
+        is a violation only when `strict` (the manifest is then held to the run)."""
+        if any(r.status == "fail" and not r.excused for r in self.results):
             return 1
-        if not self.complete or self.findings or any(r.status == "error" for r in self.results):
+        if strict and self.unexpectedPasses:
+            return 1
+        if not self.complete or self.findings or any(r.status == "error" and not r.excused for r in self.results):
             return 2
         return 0

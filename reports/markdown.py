@@ -1,0 +1,157 @@
+"""summary.md: the report as Markdown for CI logs (a GitHub step summary). What
+needs attention comes first; everything else is folded into <details>. Plain
+enough to read in a terminal too."""
+
+from __future__ import annotations
+
+import re
+
+from loomcheck.reports.model import InvariantRecord, Report
+
+MESSAGE_LIMIT = 300  # characters of a message in a table cell; report.json has it whole
+FAILING = ("fail", "error")
+# Characters Markdown would read as syntax; an underscore inside a word (EVENT_SCHEMA)
+# is left alone, since it cannot start emphasis there and escaping it hurts in a terminal.
+_SPECIAL = re.compile(r"([\\`*\[\]|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+
+
+def render_markdown(report: Report) -> str:
+    lines = [f"## loomcheck: {_text(_implementation(report))}", "", _text(_header(report)), "", _counts(report), ""]
+    lines += _attention(report)
+    lines += ["<details>", f"<summary>All {len(report.results)} invariants, corpora and findings</summary>", ""]
+    lines += _all_invariants(report)
+    lines += _corpora(report)
+    lines += _findings(report)
+    lines += ["</details>", ""]
+    return "\n".join(lines)
+
+
+# -- header --------------------------------------------------------------------------
+def _implementation(report: Report) -> str:
+    impl = report.implementation
+    if impl.name == "unknown":  # it never said hello
+        return impl.spec
+    schema = f" (EVENT_SCHEMA {impl.eventSchema})" if impl.eventSchema else ""
+    return f"{impl.name} {impl.version}{schema}"
+
+
+def _header(report: Report) -> str:
+    impl = report.implementation
+    how = f"{impl.transport}: {impl.command}" if impl.command else f"{impl.transport}: {impl.spec}"
+    parts = [how, f"profile {report.profile}"]
+    if report.seed is not None:
+        parts.append(f"seed {report.seed}")
+    parts.append(f"loomcheck {report.suiteVersion}")
+    parts.append("complete" if report.complete else f"PARTIAL ({partial_because(report)})")
+    return " · ".join(parts)
+
+
+def partial_because(report: Report) -> str:
+    if report.stopped:
+        return report.stopped
+    if report.findings:
+        return f"{report.findings[0].kind}: {_shorten(report.findings[0].message, 120)}"
+    return "the run stopped early"
+
+
+def _counts(report: Report) -> str:
+    s = report.summary
+    text = f"**{s.passed} passed, {s.failed} failed, {s.errors} errors, {s.notApplicable} not applicable"
+    if s.hazards:
+        text += f", {s.hazards} demonstrations"
+    text += f"** in {report.wallSeconds:.1f}s ({report.stateMachineSteps} state-machine steps)"
+    if s.expectedFailures:
+        text += f"; {s.expectedFailures} expected by the manifest"
+    if report.unexpectedPasses:
+        text += f"; {len(report.unexpectedPasses)} unexpected passes"
+    return text + "."
+
+
+# -- what needs attention ------------------------------------------------------------
+def _attention(report: Report) -> list[str]:
+    failing = [r for r in report.results if r.status in FAILING]
+    # Failures the manifest does not excuse first, then the expected ones.
+    failing.sort(key=lambda r: r.excused)
+    lines: list[str] = []
+    if failing:
+        lines += ["### Not passing", "", "| invariant | status | ADR | message | counterexample |",
+                  "| --- | --- | --- | --- | --- |"]
+        for r in failing:
+            lines.append(f"| {_code(r.id)} | {_status(r)} | {r.adr} {_text(r.decision)} | "
+                         f"{_text(_shorten(r.message or '', MESSAGE_LIMIT))} | "
+                         f"{_code(r.counterexample) if r.counterexample else ''} |")
+        lines.append("")
+    if report.unexpectedPasses:
+        lines += ["### Unexpected passes", "", "The manifest expects these to fail; they passed "
+                  "(update the manifest: `loomcheck run --write-manifest FILE`).", ""]
+        for r in report.results:
+            if r.manifest == "unexpected-pass" and r.expected is not None:
+                lines.append(f"- {_code(r.id)}: expected {r.expected.status}, {_text(r.expected.reason)}")
+        lines.append("")
+    if not failing and not report.unexpectedPasses:
+        shown = (f" {report.summary.hazards} documented hazards or residuals were demonstrated (not failures)."
+                 if report.summary.hazards else "")
+        lines += [("Nothing failed." if report.complete else "Nothing failed, but the run is PARTIAL.") + shown, ""]
+    return lines
+
+
+def _status(record: InvariantRecord) -> str:
+    if record.manifest == "expected-failure":
+        return f"{record.status} (expected)"
+    if record.manifest == "unexpected-pass":
+        return "pass (unexpected)"
+    if record.manifest == "still-failing-differently" and record.expected is not None:
+        return f"**{record.status}** (expected {record.expected.status})"
+    return f"**{record.status}**" if record.status in FAILING else record.status
+
+
+# -- the folded part -----------------------------------------------------------------
+def _all_invariants(report: Report) -> list[str]:
+    lines = ["| invariant | ADR | status | examples | note |", "| --- | --- | --- | --- | --- |"]
+    for r in report.results:
+        note = r.expected.reason if r.expected is not None else (r.message or "")
+        lines.append(f"| {_code(r.id)} | {r.adr} {_text(r.decision)} | {_status(r)} | {r.examples} | "
+                     f"{_text(_shorten(note, 160))} |")
+    return lines + [""]
+
+
+def _corpora(report: Report) -> list[str]:
+    if not report.corpora:
+        return []
+    lines = ["| corpus | cases | violations | demonstrations | per category |", "| --- | --- | --- | --- | --- |"]
+    for c in report.corpora:
+        categories = ", ".join(f"{name} {count}" for name, count in c.perCategory.items())
+        lines.append(f"| {_text(c.name)} | {c.cases} | {c.violations} | {c.demonstrations} | {_text(categories)} |")
+    return lines + [""]
+
+
+def _findings(report: Report) -> list[str]:
+    if not report.findings:
+        return ["No findings outside the invariants.", ""]
+    lines = ["Findings:", ""]
+    for f in report.findings:
+        reason = f" ({f.reason})" if f.reason else ""
+        where = f", counterexample {_code(f.counterexample)}" if f.counterexample else ""
+        lines.append(f"- {f.kind}{reason}: {_text(_shorten(f.message, 600))}{where}")
+    return lines + [""]
+
+
+# -- escaping ------------------------------------------------------------------------
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())  # a table row is one line
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _text(text: str) -> str:
+    """Literal text in Markdown: no emphasis, links, code or raw HTML from a
+    kernel's message, and no | breaking a table row."""
+    return _SPECIAL.sub(r"\\\1", " ".join(text.split())).replace("<", "&lt;")
+
+
+def _code(text: str) -> str:
+    """A code span that holds any text: a fence longer than any run of backticks in it."""
+    text = " ".join(text.split()).replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

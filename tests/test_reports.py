@@ -1,0 +1,326 @@
+"""Manifests, summary.md, the HTML matrix and `loomcheck diff`: what a kernel's
+maintainer and their CI read. Reports are built from the model (fast); one
+regression-only run goes through `loomcheck run` for real."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from loomcheck.cli import main
+from loomcheck.reports.diff import diff_reports
+from loomcheck.reports.html import render_matrix
+from loomcheck.reports.manifest import (
+    TODO,
+    ExpectedEntry,
+    Manifest,
+    apply_manifest,
+    dump_manifest,
+    effective_features,
+    load_manifest,
+    updated_manifest,
+)
+from loomcheck.reports.markdown import render_markdown
+from loomcheck.reports.model import Finding, Implementation, InvariantRecord, Report
+from loomcheck.reports.writers import write_json
+from loomcheck.spec.catalogue import load_catalogue
+from loomcheck.spec.errors import SpecError
+
+GATE = "gate.i-receives-entry-i"
+BEYOND = "gate.beyond-answers-parks"
+LEGACY = "gate.legacy-single-payload"
+FOLD = "fold.resume-payloads-ordered"
+ANSWER = "answer.one-suspend-point"
+
+
+def _record(invariant_id: str, status: str = "pass", **fields: object) -> InvariantRecord:
+    inv = load_catalogue().get(invariant_id)
+    return InvariantRecord(id=inv.id, adr=inv.adr, decision=inv.decision, title=inv.title, kind=inv.kind,
+                           statement=inv.statement, checks=list(inv.checks), status=status, examples=10,
+                           **fields)  # type: ignore[arg-type]
+
+
+def _report(*records: InvariantRecord, complete: bool = True, name: str = "tiny-kernel", **fields: object) -> Report:
+    report = Report(suiteVersion="0.1.0", implementation=Implementation(spec="python:tiny:make", name=name,
+                                                                        version="0.3.0", eventSchema="1.20.0"),
+                    profile="ci", started="2026-01-01T00:00:00+00:00", complete=complete, results=list(records),
+                    **fields)  # type: ignore[arg-type]
+    report.summarise()
+    return report
+
+
+def _failing(invariant_id: str, message: str = "gate 2 received entry 1",
+             counterexample: str | None = "loomcheck-report/counterexamples/x.json") -> InvariantRecord:
+    path = counterexample.replace("x.json", f"{invariant_id}.json") if counterexample else None
+    return _record(invariant_id, "fail", message=message, counterexample=path, counterexampleEvents=4,
+                   counterexampleOperations=3)
+
+
+def _manifest_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "loomcheck.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- loading a manifest: a clear message naming file and entry, never a traceback -----------
+def test_broken_toml_is_a_spec_error_naming_the_file(tmp_path: Path) -> None:
+    path = _manifest_file(tmp_path, '[[expected]]\ninvariant = "gate.i-receives-entry-i\n')
+    with pytest.raises(SpecError, match=r"loomcheck\.toml: not valid TOML"):
+        load_manifest(path)
+
+
+def test_unknown_invariant_names_the_entry_and_suggests_the_id(tmp_path: Path) -> None:
+    path = _manifest_file(tmp_path, f'[[expected]]\ninvariant = "{GATE}"\nreason = "a"\n'
+                                    '[[expected]]\ninvariant = "gate.i-recieves-entry-i"\nreason = "typo"\n')
+    with pytest.raises(SpecError) as raised:
+        load_manifest(path)
+    message = str(raised.value)
+    assert str(path) in message and "[[expected]] #2" in message
+    assert "unknown invariant 'gate.i-recieves-entry-i'" in message and f"did you mean '{GATE}'" in message
+
+
+@pytest.mark.parametrize("text,expected", [
+    (f'[[expected]]\ninvariant = "{GATE}"\nstatus = "fail"\n', f"[[expected]] #1 ('{GATE}'), field 'reason': Field required"),
+    (f'[[expected]]\ninvariant = "{GATE}"\nstatus = "flaky"\nreason = "x"\n', "field 'status'"),
+    ('[features]\nunsupported = ["time-travel"]\n', "field 'features.unsupported.0'"),
+    ('colour = "red"\n', "field 'colour': Extra inputs are not permitted"),
+    (f'[[expected]]\ninvariant = "{GATE}"\nreason = "a"\n[[expected]]\ninvariant = "{GATE}"\nreason = "b"\n',
+     "more than one [[expected]] entry"),
+    ('[[expected]]\ninvariant = "hazard.mixed-parallel"\nstatus = "fail"\nreason = "x"\n', "never failed"),
+])
+def test_invalid_manifests_say_what_is_wrong(tmp_path: Path, text: str, expected: str) -> None:
+    with pytest.raises(SpecError) as raised:
+        load_manifest(_manifest_file(tmp_path, text))
+    assert expected in str(raised.value) and str(tmp_path) in str(raised.value)
+
+
+def test_a_broken_manifest_stops_the_run_before_it_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _manifest_file(tmp_path, '[[expected]]\ninvariant = "no.such-invariant"\nreason = "x"\n')
+    assert main(["run", "--only", "gate.", "--report", str(tmp_path / "r"), "--manifest", str(path)]) == 3
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert "spec error" in out and "unknown invariant 'no.such-invariant'" in out and "Traceback" not in out
+    assert not (tmp_path / "r").exists()
+
+
+def test_unsupported_features_are_taken_from_hello() -> None:
+    manifest = Manifest.model_validate({"features": {"unsupported": ["timers", "parallel"], "reason": "not yet"}})
+    assert manifest.unsupported == ["timers", "parallel"]
+    assert effective_features(["fold", "timers", "recover"], manifest) == ["fold", "recover"]
+    assert effective_features(["fold"], None) == ["fold"]
+
+
+# -- applying a manifest: exit codes ------------------------------------------------------
+def _expect(*entries: tuple[str, str, str]) -> Manifest:
+    return Manifest(expected=[ExpectedEntry(invariant=i, status=s, reason=r) for i, s, r in entries])  # type: ignore[arg-type]
+
+
+def test_an_expected_failure_exits_0_and_is_annotated() -> None:
+    report = _report(_failing(GATE), _record(BEYOND))
+    assert report.exit_code() == 1
+    apply_manifest(report, _expect((GATE, "fail", "no parallel support yet")))
+    record = report.results[0]
+    assert record.manifest == "expected-failure" and record.expected is not None
+    assert record.expected.reason == "no parallel support yet"
+    assert report.summary.expectedFailures == 1 and report.summary.failed == 1
+    assert report.exit_code() == 0 and report.exit_code(strict=True) == 0
+    assert report.results[1].manifest is None and report.unexpectedPasses == []
+
+
+def test_an_expected_error_exits_0_but_a_finding_still_exits_2() -> None:
+    report = _report(_record(GATE, "error", message="crashed"))
+    apply_manifest(report, _expect((GATE, "error", "crashes on two gates")))
+    assert report.exit_code() == 0
+    report.findings.append(Finding(kind="implementation-error", message="crashed", reason="crash"))
+    assert report.exit_code() == 2
+
+
+def test_failing_differently_than_expected_still_counts() -> None:
+    report = _report(_failing(GATE))
+    apply_manifest(report, _expect((GATE, "error", "it used to crash")))
+    assert report.results[0].manifest == "still-failing-differently"
+    assert report.exit_code() == 1
+
+
+def test_an_unexpected_pass_is_listed_and_fails_only_when_strict(tmp_path: Path) -> None:
+    report = _report(_record(GATE), _failing(BEYOND))
+    apply_manifest(report, _expect((GATE, "fail", "no parallel"), (BEYOND, "fail", "known")))
+    assert report.unexpectedPasses == [GATE]
+    assert report.results[0].manifest == "unexpected-pass"
+    assert report.exit_code() == 0 and report.exit_code(strict=True) == 1
+    markdown = render_markdown(report)
+    assert "Unexpected passes" in markdown and f"`{GATE}`: expected fail, no parallel" in markdown
+
+
+def test_applying_again_replaces_the_annotations() -> None:
+    report = _report(_failing(GATE))
+    apply_manifest(report, _expect((GATE, "fail", "x")))
+    apply_manifest(report, Manifest())
+    assert report.results[0].expected is None and report.exit_code() == 1
+
+
+def test_a_partial_run_with_only_expected_failures_still_exits_2() -> None:
+    report = _report(_failing(GATE), complete=False, stopped="restart budget spent")
+    apply_manifest(report, _expect((GATE, "fail", "x")))
+    assert report.exit_code() == 2
+
+
+# -- writing the manifest a run calls for ----------------------------------------------------
+def test_updated_manifest_keeps_reasons_adds_todos_drops_passes_and_round_trips(tmp_path: Path) -> None:
+    old = Manifest.model_validate({
+        "implementation": "tiny-kernel",
+        "features": {"unsupported": ["timers"], "reason": "no clock yet"},
+        "expected": [
+            {"invariant": GATE, "status": "fail", "reason": 'parallel: "soon"\nsee the issue', "link": "https://x.invalid/1"},
+            {"invariant": BEYOND, "status": "fail", "reason": "fixed since"},
+            {"invariant": "legacy.classified", "status": "error", "reason": "not run this time: kept"},
+        ]})
+    report = _report(_failing(GATE), _record(BEYOND), _record(LEGACY, "error", message="boom"), _failing(FOLD))
+    new = updated_manifest(report, old)
+    entries = {e.invariant: e for e in new.expected}
+    assert set(entries) == {GATE, LEGACY, FOLD, "legacy.classified"}
+    assert entries[GATE].reason == old.expected[0].reason and entries[GATE].link == "https://x.invalid/1"
+    assert entries[LEGACY].status == "error" and entries[LEGACY].reason == TODO
+    assert entries[FOLD].reason == TODO
+    ids = load_catalogue().ids
+    assert [e.invariant for e in new.expected] == sorted(entries, key=ids.index)  # catalogue order
+    assert new.features == old.features and new.implementation == "tiny-kernel"
+    text = dump_manifest(new)
+    assert text.startswith("# loomcheck manifest")
+    path = _manifest_file(tmp_path, text)
+    assert load_manifest(path) == new
+    # A run that calls for the manifest it is given passes under it.
+    apply_manifest(report, load_manifest(path))
+    assert report.exit_code(strict=True) == 0
+
+
+def test_an_updated_manifest_without_an_old_one() -> None:
+    new = updated_manifest(_report(_failing(GATE), _record(BEYOND)))
+    assert new.implementation == "tiny-kernel" and [(e.invariant, e.reason) for e in new.expected] == [(GATE, TODO)]
+    assert "unsupported = []" in dump_manifest(new)
+
+
+# -- summary.md ----------------------------------------------------------------------
+def test_markdown_leads_with_what_fails_and_its_counterexample() -> None:
+    report = _report(_record(BEYOND), _record(LEGACY, "error", message="a | b <b>bold</b>"), _failing(GATE),
+                     complete=False, stopped="restart budget spent", seed=7)
+    apply_manifest(report, _expect((LEGACY, "error", "crashes on legacy logs")))
+    text = render_markdown(report)
+    header = text.splitlines()[2]
+    assert "python:tiny:make" in header and "profile ci" in header and "seed 7" in header
+    assert "loomcheck 0.1.0" in header and "PARTIAL (restart budget spent)" in header
+    assert text.startswith("## loomcheck: tiny-kernel 0.3.0 (EVENT_SCHEMA 1.20.0)")
+    attention = text[text.index("### Not passing"):text.index("<details>")]
+    rows = [line for line in attention.splitlines() if line.startswith("| `")]
+    # The unexcused failure first, then the expected error; the message cannot break the table.
+    assert GATE in rows[0] and "**fail**" in rows[0] and f"`loomcheck-report/counterexamples/{GATE}.json`" in rows[0]
+    assert "0057 Decision" in rows[0] and "gate 2 received entry 1" in rows[0]
+    assert LEGACY in rows[1] and "error (expected)" in rows[1]
+    assert "a \\| b &lt;b>bold&lt;/b>" in rows[1] and rows[1].count(" | ") == 4
+    folded = text[text.index("<details>"):]
+    assert "</details>" in folded and all(r in folded for r in (GATE, BEYOND, LEGACY))
+
+
+def test_markdown_of_a_clean_run_says_nothing_failed() -> None:
+    text = render_markdown(_report(_record(GATE), _record(BEYOND)))
+    assert "Nothing failed." in text and "### Not passing" not in text and "· complete" in text
+
+
+# -- the HTML matrix -----------------------------------------------------------------
+def test_matrix_has_a_row_per_invariant_a_column_per_report_and_relative_links(tmp_path: Path) -> None:
+    # The run wrote its counterexample path from another working directory; the report moved since.
+    first = _report(_failing(GATE, message="gate 2 got <entry 1>", counterexample="/ci/build/out/counterexamples/x.json"),
+                    _record(BEYOND), _record(LEGACY, "not-applicable"), name="tiny-kernel")
+    second = _report(_record(GATE), _record(BEYOND), _record(ANSWER, "error", message="crashed"),
+                     name="other-kernel", complete=False, stopped="deadline")
+    second.implementation.transport, second.implementation.command = "stdio", "node kernel.js"
+    paths = [tmp_path / "runs" / "tiny" / "report.json", tmp_path / "runs" / "other" / "report.json"]
+    html = render_matrix(list(zip(paths, [first, second])), html_dir=tmp_path / "site")
+    assert re.findall(r'<tr id="([^"]+)"', html) == [GATE, BEYOND, LEGACY, ANSWER]  # by ADR, in catalogue order
+    assert html.count("<th title=") == 2 and "tiny-kernel" in html and "other-kernel" in html
+    assert "stdio: node kernel.js" in html and "PARTIAL" in html and "deadline" in html
+    assert f'<a href="../runs/tiny/counterexamples/{GATE}.json">fail</a>' in html
+    assert "gate 2 got &lt;entry 1&gt;" in html and "<entry 1>" not in html  # escaped, in the tooltip
+    for row in re.findall(r"<tr id=.*?</tr>", html, flags=re.S):
+        assert row.count("<td") == 2
+    assert re.findall(r'<tr class="adr"><th colspan="3">([^<]+)<', html) == [
+        "ADR 0057: multi-gate suspend passthrough", "ADR 0104: a recovery re-drive never answers a gate"]
+    assert html.count('<tr class="summary">') == 1 and "1 fail" in html
+    assert "http" not in html.replace('lang="en"', "") and "<script" not in html
+
+
+def test_run_writes_summary_and_a_one_column_matrix_beside_the_report(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A real (regression-only, so fast) run of a seeded mutant, with a manifest that expects its failure."""
+    manifest = _manifest_file(tmp_path, f'[[expected]]\ninvariant = "{LEGACY}"\nreason = "no fallback yet"\n')
+    report_dir, written = tmp_path / "r", tmp_path / "written.toml"
+    code = main(["run", "--impl", "python:mutants.no_legacy_fallback:make", "--only", LEGACY, "--report", str(report_dir),
+                 "--manifest", str(manifest), "--write-manifest", str(written)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    data = json.loads((report_dir / "report.json").read_text())
+    assert data["results"][0]["manifest"] == "expected-failure" and data["summary"]["expectedFailures"] == 1
+    assert "fail (expected)" in (report_dir / "summary.md").read_text()
+    html = (report_dir / "report.html").read_text()
+    assert html.count("<tr id=") == 1 and "fail (expected)" in html
+    assert load_manifest(written).expected[0].reason == "no fallback yet"
+
+
+def test_an_unexpected_pass_in_a_run_is_printed_and_strict_exits_1(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = _manifest_file(tmp_path, f'[[expected]]\ninvariant = "{LEGACY}"\nreason = "no fallback yet"\n')
+    args = ["run", "--impl", "reference:memory", "--only", LEGACY, "--report", str(tmp_path / "r"), "--manifest", str(manifest)]
+    assert main(args) == 0
+    assert f"unexpected pass {LEGACY}" in capsys.readouterr().out
+    assert json.loads((tmp_path / "r" / "report.json").read_text())["unexpectedPasses"] == [LEGACY]
+    assert main([*args, "--strict-manifest"]) == 1
+
+
+# -- loomcheck diff and matrix ------------------------------------------------------------
+def _write(tmp_path: Path, name: str, report: Report) -> str:
+    path = tmp_path / name / "report.json"
+    write_json(report, path)
+    return str(path)
+
+
+def test_diff_classifies_every_change() -> None:
+    base = _report(_failing(GATE), _record(BEYOND), _record(LEGACY, "error"), _record(FOLD))
+    candidate = _report(_record(GATE), _failing(BEYOND), _failing(LEGACY), _record("fold.state-is-fold-of-log"))
+    diff = diff_reports(base, candidate)
+    assert [c.id for c in diff.newly_failing] == [BEYOND] and [c.id for c in diff.fixed] == [GATE]
+    assert [(c.id, c.before, c.after) for c in diff.still_failing] == [(LEGACY, "error", "fail")]
+    assert [c.id for c in diff.added] == ["fold.state-is-fold-of-log"] and [c.id for c in diff.removed] == [FOLD]
+    assert diff.exit_code() == 1
+
+
+def test_diff_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = _write(tmp_path, "base", _report(_failing(GATE), _record(BEYOND)))
+    worse = _write(tmp_path, "worse", _report(_failing(GATE), _failing(BEYOND)))
+    fixed = _write(tmp_path, "fixed", _report(_record(GATE), _record(BEYOND)))
+    partial = _write(tmp_path, "partial", _report(_record(GATE), _record(BEYOND), complete=False, stopped="deadline"))
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text('{"format": "loomcheck-report/1"')
+    assert main(["diff", base, worse]) == 1
+    assert f"newly failing (1):\n  {BEYOND}: pass -> fail" in capsys.readouterr().out
+    assert main(["diff", base, fixed]) == 0
+    assert f"fixed (1):\n  {GATE}: fail -> pass" in capsys.readouterr().out
+    assert main(["diff", base, partial]) == 2
+    assert "PARTIAL: deadline" in capsys.readouterr().out
+    assert main(["diff", base, str(garbage)]) == 2
+    assert main(["diff", base, str(tmp_path / "nowhere.json")]) == 3
+    assert "no such report file" in capsys.readouterr().out
+    assert main(["diff", str(garbage), base]) == 3
+    assert main(["diff", base]) == 3
+
+
+def test_matrix_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one = _write(tmp_path, "one", _report(_failing(GATE)))
+    two = _write(tmp_path, "two", _report(_record(GATE), name="other"))
+    out = tmp_path / "site" / "matrix.html"
+    assert main(["matrix", one, two, "--out", str(out)]) == 0
+    html = out.read_text()
+    assert html.count("<tr id=") == 1 and f'href="../one/counterexamples/{GATE}.json"' in html
+    assert main(["matrix", one, str(tmp_path / "missing.json"), "--out", str(out)]) == 3
+    assert "missing.json" in capsys.readouterr().out
