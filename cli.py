@@ -1,13 +1,21 @@
 """The `loomcheck` command.
 
     loomcheck run [--impl SPEC] [--profile ci|dev|campaign] [--only ID ...] [--report DIR] [--seed N]
+                  [--manifest FILE] [--write-manifest FILE] [--strict-manifest]
     loomcheck replay FILE [--impl SPEC]
     loomcheck catalogue [--json]
     loomcheck fleet --count N --seed S --out DIR
+    loomcheck docs [--report REPORT.json ...] [--out FILE]
+    loomcheck diff BASE.json CANDIDATE.json
+    loomcheck matrix REPORT.json ... [--out FILE.html]
 
 Exit codes: 0 everything passed; 1 an invariant was violated; 2 the run was
-incomplete or an implementation errored; 3 the suite could not run (bad
-arguments, a broken spec file)."""
+incomplete, an implementation errored, or the outcome is unknown; 3 the suite
+itself failed (bad arguments, a broken spec or manifest file). With --manifest,
+a failure or error the manifest expects counts as neither, and a pass it does
+not expect is listed (exit 1 only with --strict-manifest). `diff` exits 1 when
+the candidate fails an invariant the base did not, else 2 when the candidate is
+partial or unreadable, else 0."""
 
 from __future__ import annotations
 
@@ -25,7 +33,8 @@ from loomcheck.harness.loading import ImplementationSpecError, check_spec, resol
 from loomcheck.harness.replay import replay
 from loomcheck.harness.script import describe, from_model
 from loomcheck.harness.session import ImplementationFailed, Session, hello_of
-from loomcheck.reports.model import Report
+from loomcheck.reports.manifest import Manifest
+from loomcheck.reports.model import InvariantRecord, Report
 from loomcheck.spec.catalogue import export_json, load_catalogue
 from loomcheck.spec.errors import SpecError
 from loomcheck.spec.regressions import load_regression
@@ -60,12 +69,18 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="run the catalogue against an implementation and print the conformance table")
-    run.add_argument("--impl", default="reference", help="reference (default, SQLite), reference:memory, python:MODULE:FACTORY or python:FILE.py:FACTORY")
+    run.add_argument("--impl", default="reference", help="reference (default, SQLite), reference:memory, python:MODULE:FACTORY, python:FILE.py:FACTORY or stdio:COMMAND (docs/protocol.md)")
     run.add_argument("--profile", default="ci", help="ci (default: fixed seeds, bounded), dev, campaign")
     run.add_argument("--only", nargs="+", metavar="ID", help="invariant ids (or prefixes such as gate.) to run")
     run.add_argument("--report", type=Path, default=Path("loomcheck-report"), metavar="DIR", help="where report.json, junit.xml and counterexamples go (default: ./loomcheck-report)")
     run.add_argument("--seed", type=int, help="a seed for the state machine (instead of the profile's fixed derandomised one)")
+    _transport_arguments(run)
+    _manifest_arguments(run)
     run.set_defaults(command=_run)
+
+    serve = commands.add_parser("serve", help="serve a Python kernel (the reference by default) over the driver protocol on stdin/stdout")
+    serve.add_argument("--impl", default="reference", help="reference (default: SQLite, durable under $LOOMCHECK_STORE_DIR), reference:memory or python:MODULE:FACTORY")
+    serve.set_defaults(command=_serve)
 
     rep = commands.add_parser("replay", help="re-run one regression log and show what differs")
     rep.add_argument("file", type=Path)
@@ -84,6 +99,23 @@ def _parser() -> argparse.ArgumentParser:
     fleet.add_argument("--seed", metavar="S", default="0", help="the seed (default 0): the same seed and count give the same file")
     fleet.add_argument("--out", metavar="DIR", help="the directory corpus.json is written to")
     fleet.set_defaults(command=_fleet)
+
+    docs = commands.add_parser("docs", help="render the catalogue as Markdown, with each invariant's status in the reports given")
+    docs.add_argument("--report", type=Path, nargs="+", action="extend", default=[], metavar="REPORT.json",
+                      help="a report.json whose statuses to show (repeatable)")
+    docs.add_argument("--out", type=Path, metavar="FILE", help="write here (default: stdout)")
+    docs.set_defaults(command=_docs)
+
+    # Positionals are optional to argparse and checked in the command, so a missing one exits 3 with a message.
+    dif = commands.add_parser("diff", help="compare two report.json files: newly failing, fixed, still failing, changed")
+    dif.add_argument("base", nargs="?", type=Path, metavar="BASE.json")
+    dif.add_argument("candidate", nargs="?", type=Path, metavar="CANDIDATE.json")
+    dif.set_defaults(command=_diff)
+
+    matrix = commands.add_parser("matrix", help="write the HTML conformance matrix of several report.json files")
+    matrix.add_argument("reports", nargs="*", type=Path, metavar="REPORT.json")
+    matrix.add_argument("--out", type=Path, default=Path("matrix.html"), metavar="FILE", help="default: ./matrix.html")
+    matrix.set_defaults(command=_matrix)
     return parser
 
 
@@ -93,6 +125,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
 
     catalogue = load_catalogue()
     check_spec(args.impl)
+    manifest = _load_manifest(args)
     with _progress(console) as progress:
         tasks: dict[str, int] = {}
 
@@ -102,10 +135,13 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             progress.update(tasks[phase], completed=done, total=total)
 
         run = Run(args.impl, catalogue, profile=args.profile, only=args.only, report_dir=args.report,
-                  seed=args.seed, progress=report_progress)
+                  seed=args.seed, progress=report_progress, transport=_transport_options(args), manifest=manifest)
         report = run.execute()
+    if manifest is not None:
+        _apply_manifest(report, manifest, args.report)
     _print_report(report, console, args)
-    return report.exit_code()
+    _manifest_notes(report, console, args, manifest)
+    return report.exit_code(strict=args.strict_manifest)
 
 
 def _progress(console: Console) -> Progress:
@@ -123,7 +159,7 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
     table.add_column("status")
     table.add_column("examples", justify="right")
     for record in report.results:
-        table.add_row(record.id, f"{record.adr} {record.decision}", f"[{STYLE[record.status]}]{record.status}[/]",
+        table.add_row(record.id, f"{record.adr} {record.decision}", _status_cell(record),
                       str(record.examples))
     console.print(table)
     for record in report.results:
@@ -153,13 +189,52 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
     hazards = f", {s.hazards} demonstrations (documented hazards and residuals)" if s.hazards else ""
     console.print(f"{s.passed} passed, {s.failed} failed, {s.notApplicable} not applicable, {s.errors} errors{hazards} "
                   f"in {report.wallSeconds:.1f}s ({report.stateMachineSteps} state-machine steps){state}")
-    console.print(f"report: {escape(str(args.report / 'report.json'))}, {escape(str(args.report / 'junit.xml'))}")
+    console.print(f"report: {escape(str(args.report / 'report.json'))}, {escape(str(args.report / 'junit.xml'))}, "
+                  f"{escape(str(args.report / 'summary.md'))}, {escape(str(args.report / 'report.html'))}")
+
+
+def _transport_arguments(command: argparse.ArgumentParser) -> None:
+    group = command.add_argument_group("stdio implementations (docs/protocol.md)")
+    group.add_argument("--timeout", type=float, default=30.0, metavar="S", help="seconds one answer may take (default 30)")
+    group.add_argument("--deadline", type=float, metavar="S", help="seconds the whole run may take; then it stops with a partial report")
+    group.add_argument("--restarts", type=int, default=3, metavar="N", help="new processes after faults, per run (default 3)")
+    group.add_argument("--max-line", type=int, default=64 * 1024 * 1024, metavar="BYTES", help="the longest line accepted (default 64 MiB)")
+    group.add_argument("--validate-protocol", action="store_true", help="check every message, both ways, against spec/schemas/protocol/")
+
+
+def _transport_options(args: argparse.Namespace) -> "TransportOptions":
+    import time
+
+    from loomcheck.harness.loading import TransportOptions
+
+    if args.timeout <= 0 or args.restarts < 0 or args.max_line < 1024 or (args.deadline is not None and args.deadline <= 0):
+        raise ValueError("--timeout and --deadline must be positive, --restarts at least 0, --max-line at least 1024")
+    deadline = time.monotonic() + args.deadline if args.deadline is not None else None
+    return TransportOptions(timeout=args.timeout, max_line=args.max_line, restarts=args.restarts,
+                            validate=args.validate_protocol, deadline=deadline)
+
+
+# -- serve ---------------------------------------------------------------------------
+def _serve(args: argparse.Namespace, console: Console) -> int:
+    """stdout carries the protocol only: everything else goes to stderr."""
+    from loomcheck.protocol.server import serve
+
+    if args.impl.startswith("stdio:"):
+        raise ValueError("serve takes a Python kernel: reference, reference:memory or python:MODULE:FACTORY")
+    driver = resolve_factory(args.impl)()
+    try:
+        return serve(driver)
+    finally:
+        driver.close()
 
 
 # -- replay --------------------------------------------------------------------------
 def _replay(args: argparse.Namespace, console: Console) -> int:
+    from loomcheck.harness.loading import killable, needs_a_process
+
     log = load_regression(args.file)
-    driver = resolve_factory(args.impl)()
+    kills = needs_a_process([from_model(m) for m in log.operations])
+    driver = killable(args.impl) if kills else resolve_factory(args.impl)()
     try:
         hello = hello_of(driver)
         session = Session(driver, frozenset(hello.features))
@@ -271,6 +346,153 @@ def _whole_number(flag: str, text: str | None, minimum: int | None = None) -> in
     if minimum is not None and value < minimum:
         raise ValueError(f"{flag} must be at least {minimum}, not {value}")
     return value
+
+
+# -- docs ----------------------------------------------------------------------------
+def _docs(args: argparse.Namespace, console: Console) -> int:
+    from pydantic import ValidationError
+
+    from loomcheck.reports.catalogue_doc import render_docs
+    from loomcheck.spec.regressions import committed_regressions
+
+    reports = []
+    for path in args.report:
+        try:
+            reports.append(Report.model_validate_json(path.read_text(encoding="utf-8")))
+        except OSError as exc:
+            raise ValueError(f"--report {path}: cannot be read: {exc.strerror or exc}") from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ValueError(f"--report {path}: not a loomcheck report: {where + ': ' if where else ''}{first['msg']}") from None
+    text = render_docs(load_catalogue(), committed_regressions(), reports)
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8", newline="\n")
+    except OSError as exc:
+        raise ValueError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    console.print(f"wrote {escape(str(args.out))}")
+    return 0
+
+
+# -- manifests (run) -----------------------------------------------------------------
+def _manifest_arguments(command: argparse.ArgumentParser) -> None:
+    group = command.add_argument_group("implementation manifests (known failures, unsupported features)")
+    group.add_argument("--manifest", type=Path, metavar="FILE",
+                       help="a TOML manifest: the failures it expects do not fail the run; its unsupported features count as undeclared")
+    group.add_argument("--write-manifest", type=Path, metavar="FILE",
+                       help="after the run, write the manifest it calls for (reasons kept from --manifest, or from FILE if it exists)")
+    group.add_argument("--strict-manifest", action="store_true", help="exit 1 when an invariant the manifest expects to fail passes")
+
+
+def _load_manifest(args: argparse.Namespace) -> Manifest | None:
+    """Read before the run, so a broken manifest stops it at once (exit 3)."""
+    from loomcheck.reports.manifest import load_manifest
+
+    if args.manifest is not None:
+        return load_manifest(args.manifest)
+    if args.write_manifest is not None and args.write_manifest.is_file():
+        load_manifest(args.write_manifest)  # its reasons are kept; a broken one is better known now
+    return None
+
+
+def _apply_manifest(report: Report, manifest: Manifest, report_dir: Path) -> None:
+    from loomcheck.reports.manifest import apply_manifest
+    from loomcheck.reports.writers import write_html, write_json, write_junit, write_markdown
+
+    apply_manifest(report, manifest)
+    write_json(report, report_dir / "report.json")
+    write_markdown(report, report_dir / "summary.md")
+    write_junit(report, report_dir / "junit.xml")
+    write_html([report_dir / "report.json"], report_dir / "report.html")
+
+
+def _status_cell(record: InvariantRecord) -> str:
+    cell = f"[{STYLE[record.status]}]{record.status}[/]"
+    if record.manifest == "expected-failure":
+        return f"[dim]{record.status} (expected)[/]"
+    if record.manifest == "unexpected-pass":
+        return f"{cell} [bold yellow](unexpected)[/]"
+    if record.manifest == "still-failing-differently" and record.expected is not None:
+        return f"{cell} (expected {record.expected.status})"
+    return cell
+
+
+def _manifest_notes(report: Report, console: Console, args: argparse.Namespace, manifest: Manifest | None) -> None:
+    from loomcheck.reports.manifest import TODO, dump_manifest, load_manifest, updated_manifest
+    from loomcheck.reports.writers import write_atomically
+
+    if report.summary.expectedFailures:
+        console.print(f"manifest: {report.summary.expectedFailures} expected failures, not counted against the exit code")
+    for record in report.results:
+        if record.manifest == "unexpected-pass" and record.expected is not None:
+            console.print(f"[bold yellow]unexpected pass[/] {record.id}: the manifest expects {record.expected.status} "
+                          f"({escape(record.expected.reason)}); remove the entry or rewrite it with --write-manifest")
+    if args.write_manifest is None:
+        return
+    old = manifest if manifest is not None else (load_manifest(args.write_manifest) if args.write_manifest.is_file() else None)
+    updated = updated_manifest(report, old)
+    try:
+        write_atomically(args.write_manifest, dump_manifest(updated))
+    except OSError as exc:
+        raise ValueError(f"cannot write {args.write_manifest}: {exc.strerror or exc}") from None
+    todo = sum(entry.reason == TODO for entry in updated.expected)
+    console.print(f"wrote manifest {escape(str(args.write_manifest))}: {len(updated.expected)} expected failures"
+                  + (f", {todo} with reason '{TODO}' to fill in" if todo else ""))
+    if not report.complete:
+        console.print("[yellow]the run was partial[/]: review the manifest before committing it")
+
+
+# -- diff ----------------------------------------------------------------------------
+def _diff(args: argparse.Namespace, console: Console) -> int:
+    from loomcheck.reports.diff import describe, diff_reports
+    from loomcheck.reports.reading import ReportUnreadable, read_report
+
+    if args.base is None or args.candidate is None:
+        raise ValueError("diff takes two report.json files: BASE CANDIDATE")
+    for path in (args.base, args.candidate):
+        if not path.is_file():
+            raise ValueError(f"{path}: no such report file")
+    try:
+        base = read_report(args.base)
+    except ReportUnreadable as exc:
+        raise ValueError(f"the base report is unusable: {exc}") from None  # nothing to compare against: exit 3
+    try:
+        candidate = read_report(args.candidate)
+    except ReportUnreadable as exc:
+        console.print(f"[yellow]candidate unreadable[/]: {escape(str(exc))}")
+        return 2
+    diff = diff_reports(base, candidate)
+    for line in describe(diff, base, candidate):
+        console.print(escape(line))
+    return diff.exit_code()
+
+
+# -- matrix --------------------------------------------------------------------------
+def _matrix(args: argparse.Namespace, console: Console) -> int:
+    from loomcheck.reports.html import render_matrix
+    from loomcheck.reports.reading import ReportUnreadable, read_report
+    from loomcheck.reports.writers import write_atomically
+
+    if not args.reports:
+        raise ValueError("matrix takes one or more report.json files")
+    reports = []
+    for path in args.reports:
+        try:
+            reports.append((path, read_report(path)))
+        except (FileNotFoundError, ReportUnreadable) as exc:
+            raise ValueError(str(exc)) from None
+    text = render_matrix(reports, html_dir=args.out.parent)
+    try:
+        write_atomically(args.out, text)
+    except OSError as exc:
+        raise ValueError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    rows = len({record.id for _, report in reports for record in report.results})
+    console.print(f"wrote {escape(str(args.out))}: {rows} invariants × {len(reports)} implementations")
+    return 0
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
     python:MODULE:FACTORY      FACTORY() from an importable module (the current
                                directory is on the import path, as with `python -m`)
     python:PATH.py:FACTORY     FACTORY() from a Python file
+    stdio:COMMAND              a program speaking the driver protocol on stdin/stdout
+                               (docs/protocol.md), the command split as a shell would
 """
 
 from __future__ import annotations
@@ -14,7 +16,19 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class TransportOptions:
+    """How the harness treats a program behind the stdio transport (docs/protocol.md)."""
+
+    timeout: float = 30.0
+    max_line: int = 64 * 1024 * 1024
+    restarts: int = 3
+    validate: bool = False
+    deadline: float | None = None  # time.monotonic() after which the run stops
 
 
 class ImplementationSpecError(Exception):
@@ -26,16 +40,32 @@ def check_spec(spec: str) -> None:
     as opposed to a kernel that fails to load, which is a finding of the run)."""
     if spec in ("reference", "reference:sqlite", "reference:memory"):
         return
+    if spec.startswith("stdio:"):
+        import shlex
+
+        try:
+            argv = shlex.split(spec[len("stdio:"):])
+        except ValueError as exc:
+            raise ImplementationSpecError(f"--impl {spec!r}: the command cannot be split: {exc}") from None
+        if not argv:
+            raise ImplementationSpecError(f"--impl {spec!r}: expected stdio:COMMAND, for example stdio:'node kernel.mjs'")
+        return
     if not spec.startswith("python:"):
         raise ImplementationSpecError(
-            f"--impl {spec!r}: expected 'reference', 'reference:memory' or 'python:MODULE:FACTORY'")
+            f"--impl {spec!r}: expected 'reference', 'reference:memory', 'python:MODULE:FACTORY' or 'stdio:COMMAND'")
     target, _, factory_name = spec[len("python:"):].rpartition(":")
     if not target or not factory_name:
         raise ImplementationSpecError(f"--impl {spec!r}: expected python:MODULE:FACTORY (for example python:mykernel.loomcheck:make)")
 
 
-def resolve_factory(spec: str) -> Callable[[], Any]:
+def resolve_factory(spec: str, transport: TransportOptions | None = None) -> Callable[[], Any]:
     check_spec(spec)
+    if spec.startswith("stdio:"):
+        from loomcheck.protocol.client import Limits, StdioDriver
+
+        options = transport or TransportOptions()
+        limits = Limits(timeout=options.timeout, max_line=options.max_line, restarts=options.restarts)
+        return lambda: StdioDriver(spec[len("stdio:"):], limits, validate=options.validate, deadline=options.deadline)
     if spec in ("reference", "reference:sqlite"):
         from loomcheck.reference.driver import sqlite
 
@@ -74,3 +104,26 @@ def _import(target: str, spec: str) -> Any:
         return importlib.import_module(target)
     except Exception as exc:  # noqa: BLE001 - their code, our message
         raise ImplementationSpecError(f"--impl {spec!r}: cannot import {target}: {type(exc).__name__}: {exc}") from None
+
+
+def killable(spec: str, transport: TransportOptions | None = None) -> Any:
+    """A driver whose process the harness can kill for real (docs/protocol.md): a stdio
+    implementation's own program, or a Python one served by `loomcheck serve` in a
+    process of its own."""
+    import shlex
+
+    from loomcheck.protocol.client import Limits, StdioDriver
+
+    check_spec(spec)
+    options = transport or TransportOptions()
+    command = spec[len("stdio:"):] if spec.startswith("stdio:") else \
+        shlex.join([sys.executable, "-m", "loomcheck", "serve", "--impl", spec])
+    limits = Limits(timeout=options.timeout, max_line=options.max_line, restarts=options.restarts)
+    return StdioDriver(command, limits, validate=options.validate, deadline=options.deadline)
+
+
+def needs_a_process(operations: list[Any]) -> bool:
+    """Whether a script kills the kernel's process (real crash faults)."""
+    from loomcheck.harness.script import Kill
+
+    return any(isinstance(op, Kill) for op in operations)

@@ -16,12 +16,13 @@ from typing import Callable
 
 from loomcheck import __version__
 from loomcheck.harness.driver import Driver, Hello
-from loomcheck.harness.loading import ImplementationSpecError, resolve_factory
+from loomcheck.harness.loading import ImplementationSpecError, TransportOptions, killable, needs_a_process, resolve_factory
 from loomcheck.harness.replay import expectation_of, minimise, replay, run_operations
 from loomcheck.harness.script import (
     AdvanceClock,
     Configure,
     Define,
+    Kill,
     Load,
     Operation,
     Recover,
@@ -33,14 +34,16 @@ from loomcheck.harness.script import (
     to_json,
 )
 from loomcheck.spec.programs import program_features
-from loomcheck.harness.session import ImplementationFailed, Session, hello_of
+from loomcheck.harness.session import ImplementationFailed, RunAborted, Session, hello_of
 from loomcheck.properties.bound import run_bound_answers
+from loomcheck.properties.crashes import run_sigkill
 from loomcheck.properties.keysafety import CorpusResult, run_hostile_names
 from loomcheck.properties.tampering import run_tampering
 from loomcheck.properties.legacy import run_legacy_override, run_legacy_warnings, run_warm_scan
 from loomcheck.properties.legacylogs import run_legacy_logs
 from loomcheck.properties.machine import PROFILES, InvariantViolated, run_stateful
 from loomcheck.properties.registry import all_predicates
+from loomcheck.reports.manifest import Manifest, effective_features
 from loomcheck.reports.model import CorpusRecord, Finding, Implementation, InvariantRecord, Report
 from loomcheck.reports.writers import write_json, write_junit
 from loomcheck.spec.catalogue import Catalogue, Invariant
@@ -60,6 +63,7 @@ CORPORA: tuple[tuple[str, str, Callable[[Session, tuple[str, ...]], CorpusResult
 )
 
 
+WRITE_EVERY_SECONDS = 2.0
 DEMONSTRATIONS = {"documented-hazard": "hazard", "documented-residual": "residual"}
 
 
@@ -88,9 +92,15 @@ def select(catalogue: Catalogue, only: list[str] | None) -> list[Invariant]:
     return chosen
 
 
-def not_applicable_because(invariant: Invariant, hello: Hello) -> str | None:
-    missing = [f for f in invariant.requires if f not in hello.features]
+def not_applicable_because(invariant: Invariant, hello: Hello, withheld: dict[str, str] | None = None) -> str | None:
+    """`withheld`: features hello declares that the implementation's manifest marks unsupported, with why."""
+    withheld = withheld or {}
+    missing = [f for f in invariant.requires if f not in hello.features or f in withheld]
     if missing:
+        held = [f for f in missing if f in withheld]
+        if held:
+            return f"needs driver feature(s) {', '.join(missing)}; the manifest marks {', '.join(held)} unsupported: " \
+                   f"{withheld[held[0]]}"
         return f"needs driver feature(s) {', '.join(missing)}, which {hello.name} does not declare"
     if version_key(invariant.since) > version_key(hello.eventSchema):
         return f"applies from EVENT_SCHEMA {invariant.since}; {hello.name} declares {hello.eventSchema}"
@@ -118,13 +128,18 @@ def operations_need(operations: list[Operation]) -> set[str]:
             needs.add("state-migration")
         if isinstance(op, AdvanceClock):
             needs.add("timers")
+        if isinstance(op, Kill):
+            needs |= {"durable", "kill-points"} if op.after_appends else {"durable"}
+            if op.during is not None:
+                needs |= operations_need([op.during])
     return needs
 
 
 class Run:
     def __init__(self, impl: str, catalogue: Catalogue, *, profile: str = "ci", only: list[str] | None = None,
                  report_dir: Path = Path("loomcheck-report"), seed: int | None = None,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, transport: TransportOptions | None = None,
+                 manifest: Manifest | None = None) -> None:
         if profile not in PROFILES:
             raise ValueError(f"--profile {profile!r}: choose one of {', '.join(PROFILES)}")
         self.impl = impl
@@ -133,7 +148,10 @@ class Run:
         self.budget = PROFILES[profile]
         self.seed = seed
         self.report_dir = report_dir
-        self.progress = progress or (lambda phase, done, total: None)
+        self.transport = transport or TransportOptions()
+        self.manifest = manifest
+        self._on_progress = progress or (lambda phase, done, total: None)
+        self._last_write = time.monotonic()
         self.tallies: dict[str, Tally] = {inv.id: Tally() for inv in self.selected}
         self.na: dict[str, str] = {}
         self.report = Report(suiteVersion=__version__, implementation=Implementation(spec=impl), profile=profile,
@@ -141,6 +159,15 @@ class Run:
         self.driver: Driver | None = None
 
     # -- the run ---------------------------------------------------------------------
+    def progress(self, phase: str, done: int, total: int) -> None:
+        """Progress for the display, and the report rewritten every few seconds: a run
+        interrupted in the middle of a phase leaves a valid, partial one."""
+        self._on_progress(phase, done, total)
+        if time.monotonic() - self._last_write > WRITE_EVERY_SECONDS:
+            self._records()
+            self._write(final=False)
+            self._last_write = time.monotonic()
+
     def execute(self) -> Report:
         began = time.monotonic()
         try:
@@ -150,6 +177,13 @@ class Run:
                 self._phase("regressions", lambda: self._regressions(session))
                 self._phase("corpus", lambda: self._corpus(session))
                 self.report.complete = True
+        except RunAborted as aborted:
+            self.report.stopped = aborted.detail
+            kind = "suite-error" if aborted.reason == "suite" else "implementation-error"
+            self._finding(kind, f"the run stopped: {aborted.detail}", reason=_reason(aborted.reason))
+        except KeyboardInterrupt:
+            self.report.stopped = "interrupted"
+            raise
         finally:
             self.report.wallSeconds = round(time.monotonic() - began, 2)
             self._records()
@@ -164,7 +198,7 @@ class Run:
 
     def _connect(self) -> Session | None:
         try:
-            factory = resolve_factory(self.impl)
+            factory = resolve_factory(self.impl, self.transport)
             self.driver = factory()
         except ImplementationSpecError as exc:
             self._finding("implementation-error", str(exc))
@@ -175,22 +209,29 @@ class Run:
         try:
             hello = hello_of(self.driver)
         except ImplementationFailed as failed:
-            self._finding("implementation-error", str(failed))
+            self._finding("implementation-error", str(failed), reason=failed.reason)
             return None
         self.hello = hello
+        command = getattr(self.driver, "command", None)
         self.report.implementation = Implementation(spec=self.impl, name=hello.name, version=hello.version,
-                                                    eventSchema=hello.eventSchema, features=list(hello.features))
+                                                    eventSchema=hello.eventSchema, features=list(hello.features),
+                                                    transport=getattr(self.driver, "transport", "in-process"),
+                                                    command=command)
+        features = effective_features(hello.features, self.manifest)
+        reason = (self.manifest.features.reason if self.manifest is not None else None) or "no reason given"
+        withheld = {f: reason for f in hello.features if f not in features}
+        self.hello = hello.model_copy(update={"features": features})  # what every check treats as declared
         for inv in self.selected:
-            reason = not_applicable_because(inv, hello)
-            if reason:
-                self.na[inv.id] = reason
-        return Session(self.driver, frozenset(hello.features))
+            why = not_applicable_because(inv, hello, withheld)
+            if why:
+                self.na[inv.id] = why
+        return Session(self.driver, frozenset(features), deadline=self.transport.deadline)
 
     def _phase(self, name: str, body: Callable[[], None]) -> None:
         try:
             body()
         except ImplementationFailed as failed:
-            self._finding("implementation-error", f"{name}: {failed}")
+            self._finding("implementation-error", f"{name}: {failed}", reason=failed.reason)
         except Exception as exc:  # noqa: BLE001 - a defect of the suite must not lose the report
             self._finding("suite-error", f"{name}: {type(exc).__name__}: {exc}")
         self._records()
@@ -218,7 +259,7 @@ class Run:
             self.tallies[invariant_id].examples_to_failure = result.examples_to_failure.get(invariant_id)
         for error in result.errors:
             path = self._write_counterexample("implementation-error", error.operations, None, str(error.failure))
-            self._finding("implementation-error", f"state machine: {error.failure}", path)
+            self._finding("implementation-error", f"state machine: {error.failure}", path, reason=error.failure.reason)
             for invariant_id in ids:
                 if invariant_id not in result.failures:
                     self.tallies[invariant_id].errors.append(f"the implementation failed during the state machine: {error.failure}")
@@ -273,6 +314,7 @@ class Run:
         self.progress("regression logs", len(logs), len(logs))
 
     def _corpus(self, session: Session) -> None:
+        self._sigkill()
         for check, label, run in CORPORA:
             invariants = self._active(check)
             if invariants:
@@ -280,6 +322,24 @@ class Run:
                 result = run(session, tuple(inv.id for inv in invariants))
                 self._corpus_result(session, check, invariants, result)
                 self.progress(label, 1, 1)
+
+    def _sigkill(self) -> None:
+        """Real crash faults need a process to kill: a stdio implementation's own program, or a
+        Python one served by `loomcheck serve` in a process of its own, on a store directory
+        it keeps across the kills (feature "durable")."""
+        invariants = self._active("corpus:sigkill")
+        if not invariants or "durable" not in self.hello.features:
+            return
+        driver = killable(self.impl, self.transport)
+        try:
+            self.progress("real crashes", 0, 1)
+            features = frozenset(effective_features(hello_of(driver).features, self.manifest))
+            process_session = Session(driver, features, deadline=self.transport.deadline)
+            result = run_sigkill(process_session, tuple(inv.id for inv in invariants), exhaustive=self.report.profile == "campaign")
+            self._corpus_result(process_session, "corpus:sigkill", invariants, result)
+            self.progress("real crashes", 1, 1)
+        finally:
+            driver.close()
 
     def _corpus_result(self, session: Session, check: str, invariants: list[Invariant], result: CorpusResult) -> None:
         kinds = {inv.id: inv.kind for inv in self.catalogue.invariants}
@@ -307,9 +367,12 @@ class Run:
                               error: str | None) -> str:
         from loomcheck.reference.driver import ReferenceDriver
 
-        reference = ReferenceDriver(store="memory")
-        expected = run_operations(Session(reference, frozenset(hello_of(reference).features)), operations, [])
-        reference.close()
+        # A script that kills the kernel needs a reference in a process of its own, on SQLite.
+        reference = killable("reference", self.transport) if needs_a_process(operations) else ReferenceDriver(store="memory")
+        try:
+            expected = run_operations(Session(reference, frozenset(hello_of(reference).features)), operations, [])
+        finally:
+            reference.close()
         log = RegressionLog.model_validate({
             "name": name, "adr": self._adr_of(name), "origin": "counterexample",
             "description": f"Shrunk counterexample found by loomcheck {__version__} against {self.impl}; "
@@ -330,8 +393,9 @@ class Run:
         except KeyError:
             return "0104"
 
-    def _finding(self, kind: str, message: str, counterexample: str | None = None) -> None:
-        self.report.findings.append(Finding(kind=kind, message=message, counterexample=counterexample))  # type: ignore[arg-type]
+    def _finding(self, kind: str, message: str, counterexample: str | None = None, reason: str | None = None) -> None:
+        self.report.findings.append(Finding(kind=kind, message=message, counterexample=counterexample,  # type: ignore[arg-type]
+                                            reason=reason))
 
     def _records(self) -> None:
         records = []
@@ -363,7 +427,15 @@ class Run:
         self.report.summarise()
 
     def _write(self, final: bool) -> None:
+        from loomcheck.reports.writers import write_html, write_markdown
+
         write_json(self.report, self.report_dir / "report.json")
+        write_markdown(self.report, self.report_dir / "summary.md")
         if final:
             write_junit(self.report, self.report_dir / "junit.xml")
+            write_html([self.report_dir / "report.json"], self.report_dir / "report.html")
 
+
+
+def _reason(reason: str) -> str:
+    return {"restarts": "restart-budget", "suite": "suite"}.get(reason, reason)

@@ -16,6 +16,7 @@ from loomcheck.spec.regressions import (
     AdvanceClockModel,
     ConfigureModel,
     DefineModel,
+    KillModel,
     LoadModel,
     RecoverAbandonedModel,
     RecoverModel,
@@ -100,7 +101,18 @@ class AdvanceClock:
     op: str = field(default="advance-clock", init=False)
 
 
-Operation = Union[Define, Start, Resume, ResumeAs, Recover, RecoverAbandoned, Restart, Load, Configure, AdvanceClock]
+@dataclass(frozen=True)
+class Kill:
+    """SIGKILL the kernel's process and start it again on the same store (feature "durable");
+    with `during`, while that operation runs, at its `after_appends`-th append (feature
+    "kill-points") or just after it answers."""
+
+    during: "Start | Resume | ResumeAs | Recover | None" = None
+    after_appends: int | None = None
+    op: str = field(default="kill", init=False)
+
+
+Operation = Union[Define, Start, Resume, ResumeAs, Recover, RecoverAbandoned, Restart, Load, Configure, AdvanceClock, Kill]
 
 
 def execution_of(op: Operation) -> str | None:
@@ -139,6 +151,11 @@ def describe(op: Operation) -> str:
         return "recover abandoned executions"
     if isinstance(op, Restart):
         return "restart the runtime (its memory is lost)"
+    if isinstance(op, Kill):
+        if op.during is None:
+            return "kill the process (SIGKILL) and start it again on the same store"
+        where = f"at its append #{op.after_appends}" if op.after_appends else "as it answers"
+        return f"kill the process (SIGKILL) during [{describe(op.during)}], {where}; start it again on the same store"
     return f"load {op.execution}: {len(op.events)} events" + (" after a snapshot" if op.snapshot else "")
 
 
@@ -182,6 +199,9 @@ def from_model(model: BaseModel) -> Operation:
         return Restart()
     if isinstance(model, LoadModel):
         return Load(model.execution, [e.model_dump() for e in model.events], model.snapshot)
+    if isinstance(model, KillModel):
+        during = from_model(model.during) if model.during is not None else None
+        return Kill(during, model.afterAppends)  # type: ignore[arg-type]
     raise TypeError(model)
 
 
@@ -213,6 +233,13 @@ def to_json(op: Operation) -> dict[str, JSON]:
         return {"op": "recover", "execution": op.execution}
     if isinstance(op, (RecoverAbandoned, Restart)):
         return {"op": op.op}
+    if isinstance(op, Kill):
+        kill: dict[str, JSON] = {"op": "kill"}
+        if op.during is not None:
+            kill["during"] = to_json(op.during)
+        if op.after_appends is not None:
+            kill["afterAppends"] = op.after_appends
+        return kill
     data: dict[str, JSON] = {"op": "load", "execution": op.execution, "events": op.events}
     if op.snapshot is not None:
         data["snapshot"] = op.snapshot

@@ -8,6 +8,7 @@ of the harness."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -18,6 +19,7 @@ from loomcheck.harness.script import (
     AdvanceClock,
     Configure,
     Define,
+    Kill,
     Load,
     Operation,
     Recover,
@@ -28,6 +30,7 @@ from loomcheck.harness.script import (
     Start,
     describe,
     execution_of,
+    to_json,
 )
 from loomcheck.spec.canonical import CanonicalError
 from loomcheck.spec.names import CLOCK_START_MS
@@ -36,11 +39,25 @@ from loomcheck.spec.programs import FlowProgram
 
 
 class ImplementationFailed(Exception):
-    """The implementation raised, or answered with something that is not data."""
+    """The implementation raised, or answered with something that is not data.
+    `reason` names a fault of its process (hang, crash, garbage, wrong-id, oversized,
+    flood, bad-hello, lying-hello, invalid-message: docs/protocol.md), None otherwise."""
 
-    def __init__(self, operation: str, detail: str) -> None:
+    def __init__(self, operation: str, detail: str, reason: str | None = None) -> None:
         super().__init__(f"{operation}: {detail}")
         self.operation = operation
+        self.detail = detail
+        self.reason = reason
+
+
+class RunAborted(BaseException):
+    """The run must stop: its deadline passed or the implementation's budget of restarts
+    is spent. A BaseException, like KeyboardInterrupt, so no check mistakes it for a
+    finding about the example at hand; the runner writes a partial report."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
         self.detail = detail
 
 
@@ -102,9 +119,10 @@ def hello_of(driver: Driver) -> Hello:
 
 
 class Session:
-    def __init__(self, driver: Driver, features: frozenset[str]) -> None:
+    def __init__(self, driver: Driver, features: frozenset[str], deadline: float | None = None) -> None:
         self.driver = driver
         self.features = features
+        self.deadline = deadline  # time.monotonic() after which every call stops the run
         self.trace = Trace(features=features)
         self.in_flight: Operation | None = None  # the operation being applied, kept if the implementation fails
 
@@ -122,7 +140,7 @@ class Session:
         self.in_flight = op
         execution = execution_of(op)
         before = self.read_log(execution) if execution is not None else []
-        if isinstance(op, (RecoverAbandoned, AdvanceClock)):
+        if isinstance(op, (RecoverAbandoned, AdvanceClock, Kill)):
             return self._across_executions(op)
         outcome = self._outcome(describe(op), lambda: self._dispatch(op))
         if isinstance(op, Configure) and outcome.ok:
@@ -159,13 +177,22 @@ class Session:
 
     def executions(self) -> list[str]:
         """Every execution the script has started or loaded, in order."""
-        seen = dict.fromkeys(e for e in (execution_of(s.op) for s in self.trace.steps) if e is not None)
+        ops = [s.op.during if isinstance(s.op, Kill) and s.op.during is not None else s.op for s in self.trace.steps]
+        seen = dict.fromkeys(e for e in (execution_of(op) for op in ops) if e is not None)
         return list(seen)
 
-    def _across_executions(self, op: RecoverAbandoned | AdvanceClock) -> Step:
+    def _across_executions(self, op: RecoverAbandoned | AdvanceClock | Kill) -> Step:
         """An operation that may drive any execution: every log, before and after."""
         known = self.executions()
+        if isinstance(op, Kill) and op.during is not None:
+            known = list(dict.fromkeys(known + [x for x in [execution_of(op.during)] if x is not None]))
         before = {x: self.read_log(x) for x in known}
+        if isinstance(op, Kill):
+            during = to_json(op.during) if op.during is not None else None
+            self._call(describe(op), lambda: self.driver.kill(during, op.after_appends))  # type: ignore[attr-defined]
+            others = {x: (before[x], self.read_log(x)) for x in known}
+            step = Step(len(self.trace.steps), op, Outcome.accepted(crashed=True), None, [], [], None, None, None, others)
+            return self._record(step)
         if isinstance(op, AdvanceClock):
             self.trace.now += op.ms
             recovered = self._call(describe(op), lambda: self.driver.advance_clock(op.ms))
@@ -251,8 +278,9 @@ class Session:
                            message=str(raw.get("message") or ""), crashed=bool(raw.get("crashed")))
         raise ImplementationFailed(label, f"returned {raw!r}, not an Outcome")
 
-    @staticmethod
-    def _call(label: str, call: Callable[[], Any]) -> Any:
+    def _call(self, label: str, call: Callable[[], Any]) -> Any:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise RunAborted("deadline", "the run's deadline passed")
         try:
             return call()
         except ImplementationFailed:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 import hypothesis
+import hypothesis.errors
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -64,6 +65,21 @@ class ImplementationFailedInRun(Exception):
         super().__init__(str(failure))
         self.failure = failure
         self.operations = operations
+
+
+class TransportFaultInRun(BaseException):
+    """The implementation's process hung, died or broke the protocol. A BaseException so
+    that Hypothesis stops at once instead of shrinking: every replay would cost a
+    restart (and a hang its whole timeout), and the budget of restarts is the run's."""
+
+    def __init__(self, failure: ImplementationFailed, operations: list[Operation]) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+        self.operations = operations
+
+
+def in_run(failure: ImplementationFailed, operations: list[Operation]) -> ImplementationFailedInRun | TransportFaultInRun:
+    return (TransportFaultInRun if failure.reason else ImplementationFailedInRun)(failure, operations)
 
 
 _VIOLATION_TYPES: dict[str, type[InvariantViolated]] = {}
@@ -124,7 +140,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             try:
                 session.reset()
             except ImplementationFailed as failed:
-                raise ImplementationFailedInRun(failed, []) from None
+                raise in_run(failed, []) from None
 
         def apply(self, op: Operation):
             counters.steps += 1
@@ -132,7 +148,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 step = session.apply(op)
                 violations = check_step(step, session.trace, ids)
             except ImplementationFailed as failed:
-                raise ImplementationFailedInRun(failed, session.script()) from None
+                raise in_run(failed, session.script()) from None
             if violations:
                 counters.first_failure.setdefault(violations[0].invariant, counters.examples)
                 raise violation_type(violations[0].invariant)(violations, session.trace.operations)
@@ -178,7 +194,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             try:
                 state = session.read_state(execution)
             except ImplementationFailed as failed:
-                raise ImplementationFailedInRun(failed, session.script()) from None
+                raise in_run(failed, session.script()) from None
             parked = state.get("suspendedOn") if state.get("status") == "suspended" else None
             return parked if isinstance(parked, dict) and isinstance(parked.get("on"), str) else None
 
@@ -190,7 +206,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             try:
                 return session.read_log(execution)
             except ImplementationFailed as failed:
-                raise ImplementationFailedInRun(failed, session.script()) from None
+                raise in_run(failed, session.script()) from None
 
         def park_seq(self, execution: str) -> int:
             return newest_park(self.log_of(execution)) or 1
@@ -536,7 +552,7 @@ class StatefulResult:
     examples_to_failure: dict[str, int] = field(default_factory=dict)  # before shrinking: how hard it was to find
     steps: int = 0
     failures: dict[str, InvariantViolated] = field(default_factory=dict)
-    errors: list[ImplementationFailedInRun] = field(default_factory=list)
+    errors: list[ImplementationFailedInRun | TransportFaultInRun] = field(default_factory=list)
 
 
 def run_stateful(session: Session, invariant_ids: list[str], budget: Budget, seed: int | None = None,
@@ -561,7 +577,7 @@ def run_stateful(session: Session, invariant_ids: list[str], budget: Budget, see
             result.examples[invariant_id] = result.examples.get(invariant_id, 0) + counters.examples
         result.steps += counters.steps
         new = [f for f in found if isinstance(f, InvariantViolated)]
-        result.errors.extend(f for f in found if isinstance(f, ImplementationFailedInRun))
+        result.errors.extend(f for f in found if isinstance(f, (ImplementationFailedInRun, TransportFaultInRun)))
         for failure in new:
             invariant_id = failure.violations[0].invariant
             result.failures.setdefault(invariant_id, failure)
@@ -624,10 +640,21 @@ def _run_once(machine: type[RuleBasedStateMachine], budget: Budget, derandomize:
     try:
         with stable_generation():
             run_state_machine_as_test(machine, settings=config)
-    except (InvariantViolated, ImplementationFailedInRun) as failure:
+    except (InvariantViolated, ImplementationFailedInRun, TransportFaultInRun) as failure:
         return [failure]
+    except hypothesis.errors.Flaky as flaky:
+        # The same operations gave different results when Hypothesis ran them again: the
+        # implementation is nondeterministic (or keeps state across a reset). Its finding.
+        failed = ImplementationFailed("state machine", f"the same script behaved differently when run again, so "
+                                                       f"the implementation is nondeterministic or reset() does not "
+                                                       f"forget everything ({type(flaky).__name__})", "nondeterministic")
+        return [ImplementationFailedInRun(failed, [])]
     except BaseExceptionGroup as group:
-        return [e for e in _flatten(group) if isinstance(e, (InvariantViolated, ImplementationFailedInRun))]
+        found = [e for e in _flatten(group) if isinstance(e, (InvariantViolated, ImplementationFailedInRun, TransportFaultInRun))]
+        stops = [e for e in _flatten(group) if not isinstance(e, Exception) and e not in found]
+        if stops:
+            raise stops[0]  # the run was stopped (deadline, budget, interrupt): not a finding of this example
+        return found
     return []
 
 

@@ -23,7 +23,7 @@ PREDICATES: dict[str, Predicate] = {}
 ON_LOAD: set[str] = set()  # predicates that also judge an imported log (the fold's); the rest judge what a kernel wrote
 
 _MODULES = ("gates", "refusals", "folding", "logs", "inputs", "keysafety", "answers", "indoubt", "human", "emits", "typed",
-            "approvals", "migration")
+            "approvals", "migration", "crashes")
 
 
 def predicate(invariant_id: str, on_load: bool = False) -> Callable[[Predicate], Predicate]:

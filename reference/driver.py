@@ -8,9 +8,12 @@ seeded mutants of the reference without copying it.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import tempfile
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from pydantic import ValidationError
@@ -34,21 +37,29 @@ from loomcheck.spec.vocabulary import vocabulary
 FEATURES = ["fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
             "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard", "view-digest", "timers",
             "security", "code-versions", "state-migration", "legacy-scan", "retention"]
+# On SQLite the reference is durable (its store, ledger, clock and warnings live under
+# LOOMCHECK_STORE_DIR when that is set) and can kill itself at an append (docs/protocol.md).
+PROCESS_FEATURES = ["durable", "kill-points"]
 
 
 class ReferenceDriver:
     name = "loomcheck-reference"
 
-    def __init__(self, store: str | EventStore = "sqlite", *, runtime_class: Callable[..., Runtime] = Runtime,
+    def __init__(self, store: str | EventStore = "sqlite", *, directory: str | None = None,
+                 runtime_class: Callable[..., Runtime] = Runtime,
                  context_class: Callable[..., FlowContext] = FlowContext,
                  handlers: Mapping[str, Handler] = HANDLERS) -> None:
         self._tmpdir: str | None = None
+        self.durable = Durable(Path(directory)) if directory and store == "sqlite" else None
         self.store = self._make_store(store)
         self.handlers = handlers
         self.world = World()  # the outside world effects act on; a crash does not reset it
         self.clock = Clock()  # the deployment's clock: a restart keeps it
         self.security = Security()  # the deployment's config: a restart keeps it
         self.warned: list[dict[str, JSON]] = []  # every on_warn, in order: the operator's log survives a restart
+        if self.durable is not None:  # a new process on an existing directory finds all of it again
+            self.world.ledger, self.warned = self.durable.ledger, self.durable.warnings
+            self.clock.now_ms = self.durable.clock(self.clock.now_ms)
         self._make_runtime = lambda: runtime_class(self.store, context_class=context_class, handlers=handlers,
                                                    world=self.world, clock=self.clock, security=self.security,
                                                    on_warn=self.warned.append)
@@ -62,13 +73,22 @@ class ReferenceDriver:
         if store == "sqlite":
             from loomcheck.reference.stores.sqlite import SqliteEventStore
 
+            if self.durable is not None:
+                return SqliteEventStore(self.durable.directory / "events.db")
             self._tmpdir = tempfile.mkdtemp(prefix="loomcheck-ref-")
             return SqliteEventStore(os.path.join(self._tmpdir, "events.db"))
         raise ValueError(f"unknown store {store!r} (use 'sqlite' or 'memory')")
 
     # -- the driver interface ----------------------------------------------------
     def hello(self) -> Hello:
-        return Hello(name=self.name, version=__version__, eventSchema=vocabulary().current, features=list(FEATURES))
+        durable = PROCESS_FEATURES if self._is_sqlite() else []
+        return Hello(name=self.name, version=__version__, eventSchema=vocabulary().current,
+                     features=list(FEATURES) + durable)
+
+    def _is_sqlite(self) -> bool:
+        from loomcheck.reference.stores.sqlite import SqliteEventStore
+
+        return isinstance(self.store, SqliteEventStore)
 
     def reset(self) -> None:
         self.store.clear()
@@ -76,7 +96,25 @@ class ReferenceDriver:
         self.clock = Clock()
         self.security = Security()
         self.warned.clear()
+        if self.durable is not None:
+            self.durable.clear(self.clock.now_ms)
         self.runtime = self._make_runtime()
+
+    def arm_kill(self, after_appends: int) -> None:
+        """Feature "kill-points": die by SIGKILL once `after_appends` more appends are
+        committed, whatever operation is running (the harness kills us at exact points).
+        Only ever called in a process of our own: `loomcheck serve`."""
+        left = [after_appends]
+        append = type(self.store).append
+
+        def append_then_maybe_die(execution_id: str, expected_seq: int, entries: Any) -> Any:
+            written = append(self.store, execution_id, expected_seq, entries)
+            left[0] -= 1
+            if left[0] <= 0:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return written
+
+        self.store.append = append_then_maybe_die  # type: ignore[method-assign]
 
     def configure(self, config: dict[str, JSON]) -> Outcome:
         """Compose the runtime with a security config (ADR 0117 D2, D3); flows and
@@ -92,6 +130,8 @@ class ReferenceDriver:
     def advance_clock(self, ms: int) -> list[str]:
         """Move the clock forward; the timer service wakes every due timed park."""
         self.clock.advance(ms)
+        if self.durable is not None:
+            self.durable.save_clock(self.clock.now_ms)
         return self.runtime.fire_timers()
 
     def parked_at_sequence(self, execution_id: str) -> int | None:
@@ -189,6 +229,8 @@ class ReferenceDriver:
 
     def close(self) -> None:
         self.store.close()
+        if self.durable is not None:
+            self.durable.close()
         if self._tmpdir:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
@@ -221,11 +263,73 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {problem['msg']}"[:300]
 
 
+class Durable:
+    """What a durable reference keeps beside its SQLite store, so that a new process on
+    the same directory finds it again: the outside world's ledger of effects and the
+    operator's warnings (appended a line at a time, flushed, so a SIGKILL loses none
+    that was written) and the deployment's clock."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        self.ledger = JsonLines(directory / "effects.jsonl")
+        self.warnings = JsonLines(directory / "warnings.jsonl")
+
+    def clock(self, default: int) -> int:
+        try:
+            return int(json.loads((self.directory / "clock.json").read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            return default
+
+    def save_clock(self, now_ms: int) -> None:
+        tmp = self.directory / "clock.json.tmp"
+        tmp.write_text(str(now_ms), encoding="utf-8")
+        os.replace(tmp, self.directory / "clock.json")
+
+    def clear(self, now_ms: int) -> None:
+        self.ledger.clear()
+        self.warnings.clear()
+        self.save_clock(now_ms)
+
+    def close(self) -> None:
+        self.ledger.close()
+        self.warnings.close()
+
+
+class JsonLines(list):  # type: ignore[type-arg]
+    """A list that is also a file of JSON lines: every append is written through."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    super().append(json.loads(line))
+                except ValueError:
+                    break  # a line cut short by a kill: the ones before it are whole
+        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held for the driver's life
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        self._file.write(json.dumps(item, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def clear(self) -> None:
+        super().clear()
+        self._file.truncate(0)
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
 def memory() -> ReferenceDriver:
     """Factory for `--impl python:loomcheck.reference.driver:memory`."""
     return ReferenceDriver(store="memory")
 
 
 def sqlite() -> ReferenceDriver:
-    """Factory for `--impl python:loomcheck.reference.driver:sqlite` (the default)."""
-    return ReferenceDriver(store="sqlite")
+    """Factory for `--impl python:loomcheck.reference.driver:sqlite` (the default). Durable
+    under LOOMCHECK_STORE_DIR when the harness sets it (docs/protocol.md)."""
+    return ReferenceDriver(store="sqlite", directory=os.environ.get("LOOMCHECK_STORE_DIR") or None)

@@ -27,7 +27,7 @@ ADRS = ("0056", "0057", "0077", "0104", "0117")
 # "not-applicable" for every invariant that requires it, never "pass".
 FEATURES = ("fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
             "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard", "view-digest", "timers",
-            "security", "code-versions", "state-migration", "legacy-scan", "retention")
+            "security", "code-versions", "state-migration", "legacy-scan", "retention", "durable", "kill-points")
 
 # How an invariant is exercised. "stateful": the Hypothesis state machine
 # evaluates its predicate after every operation; "regressions": every committed
@@ -35,7 +35,7 @@ FEATURES = ("fold", "load-log", "recover", "resume-as", "restart", "effect-ledge
 # through the driver; "vectors:<name>": published test vectors in spec/vectors/
 # that loomcheck's own tests run (for the parts of a kernel no driver call reaches).
 CHECK_KINDS = ("stateful", "regressions", "corpus:hostile-names", "corpus:tampering", "corpus:bound-answers",
-               "corpus:legacy-logs", "corpus:legacy-override", "corpus:legacy-warnings", "corpus:warm-scan",
+               "corpus:legacy-logs", "corpus:legacy-override", "corpus:legacy-warnings", "corpus:warm-scan", "corpus:sigkill",
                "vectors:view-digest", "vectors:signatures", "vectors:resume-schemas", "vectors:stray-scan")
 
 InvariantKind = Literal["invariant", "differential", "documented-hazard", "documented-residual"]

@@ -133,8 +133,23 @@ class LoadModel(_Model):
     snapshot: dict[str, JsonValue] | None = None
 
 
+InFlightModel = Annotated[Union[StartModel, ResumeModel, ResumeAsModel, RecoverModel], Field(discriminator="op")]
+
+
+class KillModel(_Model):
+    """A real crash: the kernel's process is killed with SIGKILL and started again on the
+    same store (feature "durable", docs/protocol.md). With `during`, it dies while that
+    operation runs: at its `afterAppends`-th append (feature "kill-points"), or, when the
+    operation appends fewer, just after it answers."""
+
+    op: Literal["kill"]
+    during: InFlightModel | None = None
+    afterAppends: int | None = Field(default=None, ge=1)
+
+
 OperationModel = Annotated[Union[DefineModel, StartModel, ResumeModel, ResumeAsModel, RecoverModel,
-                                 RecoverAbandonedModel, RestartModel, LoadModel, ConfigureModel, AdvanceClockModel],
+                                 RecoverAbandonedModel, RestartModel, LoadModel, ConfigureModel, AdvanceClockModel,
+                                 KillModel],
                            Field(discriminator="op")]
 
 

@@ -36,9 +36,40 @@ def generated() -> dict[str, str]:
         "schemas/catalogue.schema.json": _schema(Catalogue, "catalogue.schema.json", "loomcheck invariant catalogue"),
         "schemas/fleet-corpus.schema.json": _schema(Corpus, "fleet-corpus.schema.json", "loomcheck fleet corpus (loomcheck.fleet/1)"),
     }
+    schemas.update(protocol_schemas())
     files = {name: json.dumps(schema, indent=2, ensure_ascii=False) + "\n" for name, schema in schemas.items()}
     files["catalogue.json"] = export_json(load_catalogue())
     return files
+
+
+def protocol_schemas() -> dict[str, dict[str, Any]]:
+    """The driver protocol's messages (docs/protocol.md), one file per direction, and the
+    result each request's op returns."""
+    from pydantic import TypeAdapter
+
+    from loomcheck.protocol.messages import RESULTS, Request, Response
+
+    def root(model: Any, name: str, title: str) -> dict[str, Any]:
+        schema = TypeAdapter(model).json_schema() if not isinstance(model, type) or not issubclass(model, BaseModel) \
+            else model.model_json_schema()
+        schema.pop("title", None)
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": BASE + name, "title": title, **schema}
+
+    results: dict[str, Any] = {}
+    defs: dict[str, Any] = {}
+    for op, kind in RESULTS.items():
+        schema = {"type": "null"} if kind is None else TypeAdapter(kind).json_schema(ref_template="#/$defs/{model}")
+        defs.update(schema.pop("$defs", {}))
+        schema.pop("title", None)
+        results[op] = schema
+    return {
+        "schemas/protocol/request.schema.json": root(Request, "protocol/request.schema.json", "loomcheck-driver/1 request"),
+        "schemas/protocol/response.schema.json": root(Response, "protocol/response.schema.json", "loomcheck-driver/1 response"),
+        "schemas/protocol/results.schema.json": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": BASE + "protocol/results.schema.json",
+            "title": "loomcheck-driver/1: the result of each op (by op name)",
+            "type": "object", "properties": results, "$defs": defs},
+    }
 
 
 def write_all(spec_dir: Path) -> list[str]:

@@ -11,6 +11,8 @@ CATCHES: dict[str, tuple[str, ...]] = {
     "reversed_answers": ("fold.resume-payloads-ordered",),
     "no_legacy_fallback": ("gate.legacy-single-payload",),
     "rewriting_store": ("log.append-only",),
+    "write_behind_store": ("crash.acknowledged-events-survive",),
+    "durable_recovery_resumes": ("crash.recovery-completes",),
     "appending_refusal": ("refusal.append-nothing",),
     "untyped_refusal": ("refusal.typed-reason",),
     "open_namespace": ("resume.kernel-namespace",),

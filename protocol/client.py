@@ -1,0 +1,453 @@
+"""The stdio transport: a driver (harness/driver.py) that runs an implementation
+as a child process and speaks the driver protocol to it (docs/protocol.md).
+
+The child is untrusted. Whatever it does (hang, die, write garbage, answer the
+wrong request, write a line without end, flood stdout or stderr, change its
+hello) becomes an `ImplementationFailed` with a `reason`, never a hang or a
+traceback of the harness. The process is then killed; the next call starts a
+new one, within a budget of restarts, after which the run stops (`RunAborted`)
+and its report says it is partial."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import IO, Any, Callable
+
+from loomcheck.harness.driver import JSON, Outcome
+from loomcheck.harness.session import ImplementationFailed, RunAborted
+from loomcheck.protocol import wire
+from loomcheck.protocol.messages import OUTCOMES, PROTOCOL
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the harness tolerates from a child (the command line's --timeout, --max-line, --restarts)."""
+
+    timeout: float = 30.0          # seconds for one answer
+    max_line: int = 64 * MiB       # bytes in one line
+    restarts: int = 3              # new processes after the first, per run
+    stderr_lines: int = 20         # kept for a crash report
+    pending_lines: int = 1_000     # unread lines on stdout before it is a flood
+    hello_timeout: float = 60.0    # a slow start (an interpreter, a JIT) is not a hang
+
+
+@dataclass
+class Fault:
+    reason: str
+    detail: str
+
+
+class _Process:
+    """One child: its pipes, a reader thread per stream, and nothing else."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], limits: Limits) -> None:
+        self.limits = limits
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=env, start_new_session=True)  # its own group: a kill reaches its children
+        self.lines: queue.Queue[bytes | Fault] = queue.Queue()
+        self.stderr: deque[str] = deque(maxlen=limits.stderr_lines)
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        stream = self.proc.stdout
+        while True:
+            try:
+                line = stream.readline(self.limits.max_line + 1)
+            except (OSError, ValueError):
+                line = b""
+            if not line:
+                self.lines.put(Fault("crash", "closed its stdout"))
+                return
+            if not line.endswith(b"\n") and len(line) > self.limits.max_line:
+                self.lines.put(Fault("oversized", f"wrote a line longer than {self.limits.max_line} bytes "
+                                                  f"(--max-line); it begins {line[:80]!r}"))
+                return
+            if self.lines.qsize() >= self.limits.pending_lines:
+                self.lines.put(Fault("flood", f"wrote more than {self.limits.pending_lines} lines nobody asked for"))
+                return
+            self.lines.put(line)
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in iter(lambda: self.proc.stderr.readline(8192), b""):  # type: ignore[union-attr]
+            self.stderr.append(raw.decode("utf-8", "replace").rstrip("\n")[:300])
+
+    def send(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line)
+        self.proc.stdin.flush()
+
+    def kill(self) -> None:
+        """SIGKILL to the whole group: no cleanup, as a machine losing power would do to it."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a zombie the kernel will not reap
+            pass
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+    def exit_status(self) -> str:
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "still running"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit status {code}"
+
+    def stderr_tail(self) -> str:
+        time.sleep(0.05)  # let the reader catch the last lines of a dying process
+        lines = list(self.stderr)
+        return ("; last lines of stderr:\n    " + "\n    ".join(lines)) if lines else "; stderr was empty"
+
+
+@dataclass
+class Deployment:
+    """What a restart of a durable kernel's process must be given again: its code (the
+    flows defined) and its configuration. The store is the kernel's."""
+
+    flows: dict[str, dict[str, JSON]] = field(default_factory=dict)
+    config: dict[str, JSON] | None = None
+
+
+class StdioDriver:
+    """A driver whose implementation is a program speaking the protocol on stdio."""
+
+    transport = "stdio"
+
+    def __init__(self, command: str | list[str], limits: Limits = Limits(), *, validate: bool = False,
+                 deadline: float | None = None, on_fault: Callable[[str, str], None] | None = None) -> None:
+        self.argv = shlex.split(command) if isinstance(command, str) else list(command)
+        if not self.argv:
+            raise ValueError("the stdio command is empty")
+        self.command = command if isinstance(command, str) else shlex.join(command)
+        self.limits = limits
+        self.deadline = deadline
+        self.validator = _validator() if validate else None
+        self.on_fault = on_fault or (lambda reason, detail: None)
+        self.store_dir = tempfile.mkdtemp(prefix="loomcheck-stdio-")  # LOOMCHECK_STORE_DIR: durable kernels keep their store here
+        self.process: _Process | None = None
+        self.first_hello: dict[str, JSON] | None = None
+        self.next_id = 1
+        self.restarts_left = limits.restarts
+        self.launches = 0
+        self.lost: str | None = None   # why the current process holds no state the harness made
+        self.deployment = Deployment()
+        self.calls = 0
+        self.died_in_flight = False  # the last kill(during=...) found the process dead before it answered
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def _ensure(self) -> _Process:
+        if self.process is not None:
+            if self.process.proc.poll() is None:
+                return self.process
+            died = self.process
+            self._fault("crash", f"exited between requests ({died.exit_status()}){died.stderr_tail()}")
+        if self.launches > 0:
+            if self.restarts_left <= 0:
+                raise RunAborted("restarts", f"the budget of {self.limits.restarts} restarts of {self.command!r} is "
+                                             f"spent (--restarts)")
+            self.restarts_left -= 1
+        self._launch()
+        assert self.process is not None
+        return self.process
+
+    def _launch(self) -> None:
+        env = {**os.environ, "LOOMCHECK_STORE_DIR": self.store_dir}
+        try:
+            self.process = _Process(self.argv, env, self.limits)
+        except OSError as exc:
+            raise ImplementationFailed("start", f"cannot run {self.command!r}: {exc.strerror or exc}", "crash") from None
+        self.launches += 1
+        hello = self._exchange({"op": "hello", "protocol": PROTOCOL}, self.limits.hello_timeout)
+        problem = _hello_problem(hello)
+        if problem:
+            self._fault("bad-hello", f"hello: {problem}")
+        if self.first_hello is None:
+            self.first_hello = hello
+        elif hello != self.first_hello:
+            self._fault("lying-hello", f"said {_short(self.first_hello)} when first started and {_short(hello)} "
+                                       f"after a restart")
+
+    def kill(self, during: dict[str, JSON] | None = None, after_appends: int | None = None) -> None:
+        """A real crash (docs/protocol.md, feature "durable"): SIGKILL the process, now or
+        while `during` runs (at its `after_appends`-th append with feature "kill-points",
+        else just after it answers), then start a new one on the same store directory and
+        redeploy the same flows and configuration. Neither death is a fault of the
+        implementation, so neither spends the budget of restarts."""
+        self.died_in_flight = False
+        if during is not None:
+            if after_appends is not None:
+                self._request("arm-kill", {"afterAppends": after_appends})
+            fields = {k: v for k, v in during.items() if k != "op"}
+            try:
+                self._request(str(during["op"]), fields)
+            except ImplementationFailed as died:
+                if died.reason != "crash":
+                    raise
+                self.lost = None  # the death we asked for
+                self.died_in_flight = True
+        if self.process is not None:
+            self.process.kill()
+            self.process = None
+        self._launch_again_on_the_same_store()
+
+    def _launch_again_on_the_same_store(self) -> None:
+        self._launch()
+        for flow, program in self.deployment.flows.items():
+            self._request("define", {"flow": flow, "program": program})
+        if self.deployment.config is not None:
+            self._request("configure", {"config": self.deployment.config})
+
+    def close(self) -> None:
+        if self.process is not None:
+            try:
+                if self.process.proc.poll() is None:
+                    self.process.send(b'{"id":0,"op":"shutdown"}\n')
+                    self.process.proc.wait(timeout=2)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
+            self.process.kill()
+            self.process = None
+        shutil.rmtree(self.store_dir, ignore_errors=True)
+
+    # -- one exchange --------------------------------------------------------------------
+    def _request(self, op: str, fields: dict[str, JSON]) -> JSON:
+        if self.lost and op not in ("hello", "reset"):
+            raise ImplementationFailed(op, self.lost, "restarted")
+        process = self._ensure()
+        if self.lost and op == "reset":
+            self.lost = None
+        result = self._exchange({"op": op, **fields}, self.limits.timeout, process)
+        return result
+
+    def _exchange(self, message: dict[str, JSON], timeout: float, process: _Process | None = None) -> JSON:
+        process = process or self.process
+        assert process is not None
+        ident = self.next_id
+        self.next_id += 1
+        self.calls += 1
+        request = {"id": ident, **message}
+        op = message["op"]
+        label = f"{op} (request {ident})"
+        if self.validator is not None:
+            self.validator.request(request)
+        try:
+            line = wire.dumps(request) + b"\n"
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise RunAborted("suite", f"loomcheck cannot write {label} as JSON: {exc}") from None
+        if not process.lines.empty():
+            stray = process.lines.get_nowait()
+            self._fault("flood", f"wrote {_what(stray)} before {label} was sent: nobody asked for it", label)
+        try:
+            process.send(line)
+        except (BrokenPipeError, OSError, ValueError):
+            self._fault("crash", f"{label}: its stdin is closed ({process.exit_status()}){process.stderr_tail()}", label)
+        limit = timeout
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise RunAborted("deadline", "the run's deadline passed")
+            limit = min(limit, left)
+        began = time.monotonic()
+        try:
+            item = process.lines.get(timeout=limit)
+        except queue.Empty:
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                process.kill()
+                self.process = None
+                raise RunAborted("deadline", f"the run's deadline passed while waiting for {label}") from None
+            self._fault("hang", f"no answer to {label} within {limit:g} s (--timeout)", label)
+        if isinstance(item, Fault):
+            if item.reason == "crash":
+                self._fault("crash", f"died during {label}: {process.exit_status()}{process.stderr_tail()}", label)
+            self._fault(item.reason, f"{label}: {item.detail}", label)
+        response = self._parse(item, label)
+        if response.get("id") != ident:
+            self._fault("wrong-id", f"answered {label} with id {response.get('id')!r}", label)
+        if self.validator is not None:
+            problem = self.validator.response(response, op)
+            if problem:
+                self._fault("invalid-message", f"{label}: {problem}", label)
+        self.last_seconds = time.monotonic() - began
+        return self._result(response, op, label)
+
+    def _parse(self, line: bytes, label: str) -> dict[str, JSON]:
+        try:
+            value = wire.loads(line)
+        except (ValueError, RecursionError) as exc:
+            self._fault("garbage", f"answered {label} with a line that is not JSON ({exc}): {line[:120]!r}", label)
+        if not isinstance(value, dict):
+            self._fault("garbage", f"answered {label} with {_short(value)}, not a JSON object", label)
+        if ("result" in value) == ("error" in value):
+            self._fault("garbage", f"answered {label} with neither or both of result and error: {_short(value)}", label)
+        return value
+
+    def _result(self, response: dict[str, JSON], op: str, label: str) -> JSON:
+        if "result" in response:
+            result = response["result"]
+            if op in OUTCOMES:
+                crashed = result.get("crashed") if isinstance(result, dict) else None
+                return Outcome.accepted(crashed=crashed is True)
+            return result
+        error = response["error"]
+        if not isinstance(error, dict):
+            self._fault("garbage", f"answered {label} with an error that is not an object: {_short(error)}", label)
+        kind = error.get("kind")
+        message = str(error.get("message") or "")
+        if kind == "refused" and op in OUTCOMES:
+            if error.get("definite") is not True:
+                raise ImplementationFailed(label, f"refused, yet says the operation may have happened "
+                                                  f"(definite: {error.get('definite')!r}): a refusal appends nothing")
+            return Outcome.refused(str(error.get("error") or ""), str(error.get("reason") or ""), message)
+        if kind == "unsupported":
+            raise NotImplementedError(message or f"{op} is not supported")
+        happened = "it definitely did not happen" if error.get("definite") is True else "it may have happened"
+        raise ImplementationFailed(label, f"failed ({happened}): {message or _short(error)}")
+
+    def _fault(self, reason: str, detail: str, label: str = "") -> Any:
+        """Kill the process and fail the call; the next call starts another one."""
+        if self.process is not None:
+            self.process.kill()
+            self.process = None
+        self.lost = (f"the process was restarted after a fault ({reason}); what it held is gone until the next "
+                     f"reset")
+        self.on_fault(reason, detail)
+        raise ImplementationFailed(label or "protocol", detail, reason)
+
+    # -- the driver interface ------------------------------------------------------------
+    def hello(self) -> dict[str, JSON]:
+        self._ensure()
+        assert self.first_hello is not None
+        hello = dict(self.first_hello)
+        hello.pop("protocol", None)
+        return hello
+
+    def reset(self) -> None:
+        self.deployment = Deployment()
+        self._request("reset", {})
+
+    def define_flow(self, flow_id: str, program: dict[str, JSON]) -> Outcome:
+        outcome = self._request("define", {"flow": flow_id, "program": program})
+        if outcome.ok:
+            self.deployment.flows[flow_id] = program
+        return outcome
+
+    def start(self, execution_id: str, flow_id: str, input: JSON) -> Outcome:
+        return self._request("start", {"execution": execution_id, "flow": flow_id, "input": input})
+
+    def resume(self, execution_id: str, event_type: str, payload: JSON, options: dict[str, JSON] | None = None) -> Outcome:
+        fields = {"execution": execution_id, "type": event_type, "payload": payload}
+        return self._request("resume", {**fields, "options": options} if options else fields)
+
+    def resume_as(self, execution_id: str, flow_id: str, event_type: str, payload: JSON,
+                  options: dict[str, JSON] | None = None) -> Outcome:
+        fields = {"execution": execution_id, "flow": flow_id, "type": event_type, "payload": payload}
+        return self._request("resume-as", {**fields, "options": options} if options else fields)
+
+    def configure(self, config: dict[str, JSON]) -> Outcome:
+        outcome = self._request("configure", {"config": config})
+        if outcome.ok:
+            self.deployment.config = config
+        return outcome
+
+    def advance_clock(self, ms: int) -> list[str]:
+        return self._request("advance-clock", {"ms": ms})
+
+    def parked_at_sequence(self, execution_id: str) -> int | None:
+        return self._request("parked-at-sequence", {"execution": execution_id})
+
+    def recover(self, execution_id: str) -> Outcome:
+        return self._request("recover", {"execution": execution_id})
+
+    def recover_abandoned(self) -> list[str]:
+        return self._request("recover-abandoned", {})
+
+    def restart(self) -> None:
+        self._request("restart", {})
+
+    def effects(self, execution_id: str) -> list[dict[str, JSON]]:
+        return self._request("effects", {"execution": execution_id})
+
+    def load(self, execution_id: str, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> Outcome:
+        return self._request("load", {"execution": execution_id, "events": events, "snapshot": snapshot})
+
+    def warnings(self) -> list[dict[str, JSON]]:
+        return self._request("warnings", {})
+
+    def append_events(self, execution_id: str, events: list[dict[str, JSON]]) -> Outcome:
+        return self._request("append-events", {"execution": execution_id, "events": events})
+
+    def erase(self, execution_id: str) -> None:
+        self._request("erase", {"execution": execution_id})
+
+    def truncate_prefix(self, execution_id: str, upto: int) -> Outcome:
+        return self._request("truncate-prefix", {"execution": execution_id, "upto": upto})
+
+    def arm_kill(self, after_appends: int) -> None:
+        self._request("arm-kill", {"afterAppends": after_appends})
+
+    def read_log(self, execution_id: str) -> list[dict[str, JSON]]:
+        return self._request("read-log", {"execution": execution_id})
+
+    def read_state(self, execution_id: str) -> dict[str, JSON]:
+        return self._request("read-state", {"execution": execution_id})
+
+    def fold(self, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> dict[str, JSON]:
+        return self._request("fold", {"events": events, "snapshot": snapshot})
+
+
+def _hello_problem(hello: JSON) -> str | None:
+    if not isinstance(hello, dict):
+        return f"{_short(hello)} is not an object"
+    if hello.get("protocol") != PROTOCOL:
+        return f"speaks {hello.get('protocol')!r}, not {PROTOCOL}"
+    for key in ("name", "version", "eventSchema"):
+        if not isinstance(hello.get(key), str) or not hello.get(key):
+            return f"{key} is missing or not a string: {_short(hello)}"
+    features = hello.get("features", [])
+    if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
+        return f"features is not a list of names: {_short(features)}"
+    return None
+
+
+def _what(item: bytes | Fault) -> str:
+    return item.detail if isinstance(item, Fault) else repr(item[:80])
+
+
+def _short(value: Any) -> str:
+    from loomcheck.properties.jsonvalues import show
+
+    return show(value, 120)
+
+
+def _validator() -> Any:
+    from loomcheck.protocol.validation import ProtocolValidator
+
+    return ProtocolValidator()
