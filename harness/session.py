@@ -112,6 +112,8 @@ def hello_of(driver: Driver) -> Hello:
     try:
         raw = driver.hello()
         return raw if isinstance(raw, Hello) else Hello.model_validate(raw)
+    except ImplementationFailed:
+        raise  # a transport's own finding, with its reason
     except ValidationError as exc:
         raise ImplementationFailed("hello", f"hello is not {{name, version, eventSchema, features}}: {exc.errors()[0]['msg']}") from None
     except Exception as exc:  # noqa: BLE001 - the implementation is untrusted

@@ -87,12 +87,13 @@ def run_sigkill(session: Session, invariant_ids: tuple[str, ...], exhaustive: bo
         for index, appends in kill_points(operations, "kill-points" in session.features):
             if index in answered_early:
                 continue  # the operation answered before this append: a later one is the same point
-            category = "inside an operation" if appends else "between operations"
-            result.cases += 1
-            result.per_category[category] = result.per_category.get(category, 0) + 1
             found, died_inside = _case(session, plan, operations, index, appends, judged)
             if appends and not died_inside:
                 answered_early.add(index)
+            category = ("between operations" if not appends else "at an append inside an operation" if died_inside
+                        else "inside, but it answered first")
+            result.cases += 1
+            result.per_category[category] = result.per_category.get(category, 0) + 1
             if found and result.operations is None:
                 result.operations = session.script()
             result.violations.extend(found)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -57,6 +58,27 @@ def test_main_job_on_the_reference_through_the_installed_command(tmp_path: Path)
         assert record["status"] == wanted and record["examples"] > 0
     suites = list(JUnitXml.fromfile(str(tmp_path / "junit.xml")))
     assert sum(len(list(suite)) for suite in suites) == count
+    # Real crashes: the reference, served in a process of its own on SQLite, killed at every
+    # append of every operation of two flows and between operations, lost nothing.
+    (sigkill,) = [c for c in report["corpora"] if c["name"] == "sigkill"]
+    assert sigkill["violations"] == 0
+    assert sigkill["perCategory"]["at an append inside an operation"] >= 20
+    assert sigkill["perCategory"]["between operations"] >= 4
+
+    # The same job through the other transport: the reference served over the driver
+    # protocol (docs/protocol.md) gives the same report, invariant by invariant.
+    serve = "stdio:" + shlex.join([sys.executable, "-m", "loomcheck", "serve"])
+    over_stdio = subprocess.run([sys.executable, "-m", "loomcheck", "run", "--impl", serve, "--report",
+                                 str(tmp_path / "stdio")], capture_output=True, text=True, timeout=300)
+    assert over_stdio.returncode == 0, over_stdio.stdout + over_stdio.stderr
+    stdio = _report(tmp_path / "stdio")
+    assert (report["implementation"]["transport"], stdio["implementation"]["transport"]) == ("in-process", "stdio")
+    assert stdio["complete"] is True
+    same = lambda r: {x["id"]: (x["status"], x["examples"]) for x in r["results"]}  # noqa: E731
+    assert same(stdio) == same(report)
+    corpora = lambda r: [(c["name"], c["cases"], c["violations"], c["perCategory"]) for c in r["corpora"]]  # noqa: E731
+    assert corpora(stdio) == corpora(report)
+    assert stdio["stateMachineSteps"] == report["stateMachineSteps"]
 
 
 def test_a_kernel_from_a_file_outside_the_package(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
