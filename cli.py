@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 from pathlib import Path
 
 from rich.console import Console
@@ -126,7 +128,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     catalogue = load_catalogue()
     check_spec(args.impl)
     manifest = _load_manifest(args)
-    with _progress(console) as progress:
+    with _stop_on_sigterm(), _progress(console) as progress:
         tasks: dict[str, int] = {}
 
         def report_progress(phase: str, done: int, total: int) -> None:
@@ -142,6 +144,26 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     _print_report(report, console, args)
     _manifest_notes(report, console, args, manifest)
     return report.exit_code(strict=args.strict_manifest)
+
+
+@contextmanager
+def _stop_on_sigterm() -> Iterator[None]:
+    """A CI system that times a job out sends SIGTERM: stop as on Ctrl-C, so the run
+    writes its report (partial, stopped "interrupted") before the process ends."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (an embedding caller): leave the default
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _progress(console: Console) -> Progress:

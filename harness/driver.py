@@ -50,6 +50,10 @@ Features: `hello()` lists the optional features the implementation supports:
                         erase(execution_id) forgets one execution
     "retention"         truncate_prefix(execution_id, upto) keeps the folded state as of `upto` as a
                         snapshot and deletes the events up to it
+    "durable"           the store lives under $LOOMCHECK_STORE_DIR when that is set, and a new process
+                        on the same directory finds it again: the harness kills the process (SIGKILL)
+                        and checks what the store holds (corpus:sigkill; docs/protocol.md)
+    "kill-points"       arm_kill(after_appends): die by SIGKILL once that many more appends are durable
     "security"          configure(config): strict mode and the signed resume authenticator
                         (spec/signing.md); resume(..., options) carries the proof and the
                         principal; parked_at_sequence(execution_id) (ADR 0117 D2, D3)

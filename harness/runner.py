@@ -202,14 +202,17 @@ class Run:
             self.driver = factory()
         except ImplementationSpecError as exc:
             self._finding("implementation-error", str(exc))
+            self.report.stopped = "the implementation could not be loaded"
             return None
         except Exception as exc:  # noqa: BLE001 - their factory
             self._finding("implementation-error", f"{self.impl}: the factory raised {type(exc).__name__}: {exc}")
+            self.report.stopped = "the implementation could not be loaded"
             return None
         try:
             hello = hello_of(self.driver)
         except ImplementationFailed as failed:
             self._finding("implementation-error", str(failed), reason=failed.reason)
+            self.report.stopped = "the implementation's hello failed"
             return None
         self.hello = hello
         command = getattr(self.driver, "command", None)
@@ -225,6 +228,8 @@ class Run:
             why = not_applicable_because(inv, hello, withheld)
             if why:
                 self.na[inv.id] = why
+        self._records()
+        self._write(final=False)  # a report exists from here on, however the run ends
         return Session(self.driver, frozenset(features), deadline=self.transport.deadline)
 
     def _phase(self, name: str, body: Callable[[], None]) -> None:
@@ -297,6 +302,9 @@ class Run:
             if not needs <= set(self.hello.features):
                 continue
             result = replay(session, log, targets)
+            if result.failure is not None and result.failure.reason:  # a fault of its process: a finding, with why
+                self._finding("implementation-error", f"regression logs: {label}: {result.failure}",
+                              reason=result.failure.reason)
             for invariant_id in targets:
                 tally = self.tallies[invariant_id]
                 tally.examples += 1
@@ -314,14 +322,26 @@ class Run:
         self.progress("regression logs", len(logs), len(logs))
 
     def _corpus(self, session: Session) -> None:
-        self._sigkill()
+        self._each_corpus("corpus:sigkill", lambda: self._sigkill())
         for check, label, run in CORPORA:
             invariants = self._active(check)
             if invariants:
-                self.progress(label, 0, 1)
-                result = run(session, tuple(inv.id for inv in invariants))
-                self._corpus_result(session, check, invariants, result)
-                self.progress(label, 1, 1)
+                def one(check: str = check, label: str = label, run=run, invariants=invariants) -> None:
+                    self.progress(label, 0, 1)
+                    result = run(session, tuple(inv.id for inv in invariants))
+                    self._corpus_result(session, check, invariants, result)
+                    self.progress(label, 1, 1)
+                self._each_corpus(check, one)
+
+    def _each_corpus(self, check: str, body: Callable[[], None]) -> None:
+        """A fault of the implementation's process in one corpus is a finding for that
+        corpus's invariants; the next corpus starts from a reset (and a new process)."""
+        try:
+            body()
+        except ImplementationFailed as failed:
+            self._finding("implementation-error", f"{check}: {failed}", reason=failed.reason)
+            for inv in self._active(check):
+                self.tallies[inv.id].errors.append(f"{check}: the implementation failed: {failed}")
 
     def _sigkill(self) -> None:
         """Real crash faults need a process to kill: a stdio implementation's own program, or a

@@ -116,6 +116,8 @@ def _case(session: Session, plan: Plan, operations: list[Operation], index: int,
         found += _judge(session, session.apply(RecoverAbandoned()), judged, where)
         found += _drive(session, plan, judged, where)
     except ImplementationFailed as failed:
+        if failed.reason:
+            raise  # its process hung, died or broke the protocol: a finding of the run, not a violation
         found.append(Violation(COMPLETES, f"{where}: the implementation failed: {failed}"))
         return found, True
     died_inside = bool(appends) and _died_inside(session)

@@ -58,7 +58,7 @@ def run_hostile_names(session: Session) -> CorpusResult:
             for case in (_resume_case, _gate_case, _fold_case):
                 try:
                     found = case(session, name, label)
-                except ImplementationFailed as failed:
+                except ImplementationFailed as failed:  # a process that dies on a name is the bug itself
                     # The invariant is "never crashes": a crash on a hostile name is its violation.
                     found = [Violation(ID, f"{label}: the implementation crashed on the name {name[:40]!r}: {failed}")]
                 if found and not result.violations and case is not _fold_case:

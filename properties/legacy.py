@@ -44,6 +44,8 @@ def _guarded(run: Callable[[Session, CorpusResult], None], fallback: str) -> Cal
         try:
             run(session, result)
         except ImplementationFailed as failed:
+            if failed.reason:
+                raise  # its process hung, died or broke the protocol: a finding of the run, not a violation
             result.violations.append(Violation(fallback, f"the implementation failed: {failed}"))
         result.violations = [v for v in result.violations if v.invariant in invariant_ids]
         return result

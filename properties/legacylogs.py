@@ -114,6 +114,8 @@ def run_legacy_logs(session: Session, invariant_ids: tuple[str, ...]) -> CorpusR
         try:
             found = list(_judge(session, case))
         except ImplementationFailed as failed:
+            if failed.reason:
+                raise  # its process hung, died or broke the protocol: a finding of the run, not a violation
             found = [Violation(case.judged, f"{case.name}: the implementation failed: {failed}")]
         found = [v for v in found if v.invariant in invariant_ids]
         # A script reproduces outcomes and logs; a warning is neither, so a case failed only
@@ -146,6 +148,8 @@ def _fleet(session: Session, invariant_ids: tuple[str, ...], result: CorpusResul
         try:
             problems = list(session.unscripted(f"fleet case {case.id}", lambda: replay_case(session.driver, case)))
         except ImplementationFailed as failed:
+            if failed.reason:
+                raise  # its process hung, died or broke the protocol: a finding of the run, not a violation
             problems = [f"the implementation failed: {failed}"]
         found = [Violation(_invariant_of(problem, case), f"fleet case {case.id} ({case.title}): {problem}")
                  for problem in problems]

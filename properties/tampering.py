@@ -46,6 +46,8 @@ def run_tampering(session: Session, invariant_ids: tuple[str, ...] = (ID,)) -> C
     try:
         _run(session, result)
     except ImplementationFailed as failed:
+        if failed.reason:
+            raise  # its process hung, died or broke the protocol: a finding of the run, not a violation
         result.violations.append(Violation(ID, f"the implementation failed during the tampering corpus: {failed}"))
     result.violations = [v for v in result.violations if v.invariant in invariant_ids or v.invariant not in CHECKED]
     return result

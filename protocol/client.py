@@ -287,14 +287,14 @@ class StdioDriver:
         if isinstance(item, Fault):
             if item.reason == "crash":
                 self._fault("crash", f"died during {label}: {process.exit_status()}{process.stderr_tail()}", label)
-            self._fault(item.reason, f"{label}: {item.detail}", label)
+            self._fault(item.reason, item.detail, label)  # ImplementationFailed puts the label first
         response = self._parse(item, label)
         if response.get("id") != ident:
             self._fault("wrong-id", f"answered {label} with id {response.get('id')!r}", label)
         if self.validator is not None:
             problem = self.validator.response(response, op)
             if problem:
-                self._fault("invalid-message", f"{label}: {problem}", label)
+                self._fault("invalid-message", problem, label)
         self.last_seconds = time.monotonic() - began
         return self._result(response, op, label)
 
