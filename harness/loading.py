@@ -116,10 +116,13 @@ def killable(spec: str, transport: TransportOptions | None = None) -> Any:
 
     check_spec(spec)
     options = transport or TransportOptions()
-    command = spec[len("stdio:"):] if spec.startswith("stdio:") else \
-        shlex.join([sys.executable, "-m", "loomcheck", "serve", "--impl", spec])
     limits = Limits(timeout=options.timeout, max_line=options.max_line, restarts=options.restarts)
-    return StdioDriver(command, limits, validate=options.validate, deadline=options.deadline)
+    if spec.startswith("stdio:"):
+        return StdioDriver(spec[len("stdio:"):], limits, validate=options.validate, deadline=options.deadline)
+    # The child imports the kernel as this process did: the same import path, the current directory first.
+    path = os.pathsep.join(dict.fromkeys([os.getcwd(), *(p for p in sys.path if p)]))
+    command = shlex.join([sys.executable, "-m", "loomcheck", "serve", "--impl", spec])
+    return StdioDriver(command, limits, validate=options.validate, deadline=options.deadline, env={"PYTHONPATH": path})
 
 
 def needs_a_process(operations: list[Any]) -> bool:

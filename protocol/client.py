@@ -21,7 +21,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable
+from typing import Any
 
 from loomcheck.harness.driver import JSON, Outcome
 from loomcheck.harness.session import ImplementationFailed, RunAborted
@@ -142,15 +142,15 @@ class StdioDriver:
     transport = "stdio"
 
     def __init__(self, command: str | list[str], limits: Limits = Limits(), *, validate: bool = False,
-                 deadline: float | None = None, on_fault: Callable[[str, str], None] | None = None) -> None:
+                 deadline: float | None = None, env: dict[str, str] | None = None) -> None:
         self.argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not self.argv:
             raise ValueError("the stdio command is empty")
         self.command = command if isinstance(command, str) else shlex.join(command)
         self.limits = limits
+        self.env = env or {}
         self.deadline = deadline
         self.validator = _validator() if validate else None
-        self.on_fault = on_fault or (lambda reason, detail: None)
         self.store_dir = tempfile.mkdtemp(prefix="loomcheck-stdio-")  # LOOMCHECK_STORE_DIR: durable kernels keep their store here
         self.process: _Process | None = None
         self.first_hello: dict[str, JSON] | None = None
@@ -179,7 +179,7 @@ class StdioDriver:
         return self.process
 
     def _launch(self) -> None:
-        env = {**os.environ, "LOOMCHECK_STORE_DIR": self.store_dir}
+        env = {**os.environ, **self.env, "LOOMCHECK_STORE_DIR": self.store_dir}
         try:
             self.process = _Process(self.argv, env, self.limits)
         except OSError as exc:
@@ -338,7 +338,6 @@ class StdioDriver:
             self.process = None
         self.lost = (f"the process was restarted after a fault ({reason}); what it held is gone until the next "
                      f"reset")
-        self.on_fault(reason, detail)
         raise ImplementationFailed(label or "protocol", detail, reason)
 
     # -- the driver interface ------------------------------------------------------------
