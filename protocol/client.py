@@ -183,7 +183,8 @@ class StdioDriver:
         try:
             self.process = _Process(self.argv, env, self.limits)
         except OSError as exc:
-            raise ImplementationFailed("start", f"cannot run {self.command!r}: {exc.strerror or exc}", "crash") from None
+            hint = f" ({self.argv[0]!r} is not a file here, nor on PATH)" if isinstance(exc, FileNotFoundError) else ""
+            raise ImplementationFailed("start", f"cannot run {self.command!r}: {exc.strerror or exc}{hint}", "crash") from None
         self.launches += 1
         hello = self._exchange({"op": "hello", "protocol": PROTOCOL}, self.limits.hello_timeout)
         problem = _hello_problem(hello)
