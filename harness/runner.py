@@ -214,7 +214,6 @@ class Run:
             self._finding("implementation-error", str(failed), reason=failed.reason)
             self.report.stopped = "the implementation's hello failed"
             return None
-        self.hello = hello
         command = getattr(self.driver, "command", None)
         self.report.implementation = Implementation(spec=self.impl, name=hello.name, version=hello.version,
                                                     eventSchema=hello.eventSchema, features=list(hello.features),

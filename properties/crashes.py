@@ -120,13 +120,8 @@ def _case(session: Session, plan: Plan, operations: list[Operation], index: int,
             raise  # its process hung, died or broke the protocol: a finding of the run, not a violation
         found.append(Violation(COMPLETES, f"{where}: the implementation failed: {failed}"))
         return found, True
-    died_inside = bool(appends) and _died_inside(session)
-    return found, died_inside
-
-
-def _died_inside(session: Session) -> bool:
-    driver = session.driver
-    return bool(getattr(driver, "died_in_flight", True))
+    # The transport knows whether the process died before answering (docs/protocol.md, kill-points).
+    return found, bool(appends) and bool(getattr(session.driver, "died_in_flight", True))
 
 
 @predicate(SURVIVE)

@@ -159,7 +159,6 @@ class StdioDriver:
         self.launches = 0
         self.lost: str | None = None   # why the current process holds no state the harness made
         self.deployment = Deployment()
-        self.calls = 0
         self.died_in_flight = False  # the last kill(during=...) found the process dead before it answered
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -245,15 +244,13 @@ class StdioDriver:
         process = self._ensure()
         if self.lost and op == "reset":
             self.lost = None
-        result = self._exchange({"op": op, **fields}, self.limits.timeout, process)
-        return result
+        return self._exchange({"op": op, **fields}, self.limits.timeout, process)
 
     def _exchange(self, message: dict[str, JSON], timeout: float, process: _Process | None = None) -> JSON:
         process = process or self.process
         assert process is not None
         ident = self.next_id
         self.next_id += 1
-        self.calls += 1
         request = {"id": ident, **message}
         op = message["op"]
         label = f"{op} (request {ident})"
@@ -276,7 +273,6 @@ class StdioDriver:
             if left <= 0:
                 raise RunAborted("deadline", "the run's deadline passed")
             limit = min(limit, left)
-        began = time.monotonic()
         try:
             item = process.lines.get(timeout=limit)
         except queue.Empty:
@@ -296,7 +292,6 @@ class StdioDriver:
             problem = self.validator.response(response, op)
             if problem:
                 self._fault("invalid-message", problem, label)
-        self.last_seconds = time.monotonic() - began
         return self._result(response, op, label)
 
     def _parse(self, line: bytes, label: str) -> dict[str, JSON]:
