@@ -418,7 +418,22 @@ def _load_manifest(args: argparse.Namespace) -> Manifest | None:
         return load_manifest(args.manifest)
     if args.write_manifest is not None and args.write_manifest.is_file():
         load_manifest(args.write_manifest)  # its reasons are kept; a broken one is better known now
+    peer = peer_manifest(getattr(args, "impl", ""))
+    if peer is not None:  # a peer adapter's own: what it cannot judge, and the divergences already analysed
+        return load_manifest(peer)
     return None
+
+
+def peer_manifest(impl: str) -> Path | None:
+    """The manifest shipped with a peer adapter (`--impl langgraph`), or None."""
+    from importlib.resources import files
+
+    from loomcheck.adapters import PEERS
+
+    peer = PEERS.get(impl)
+    if peer is None:
+        return None
+    return Path(str(files("loomcheck.adapters") / peer.manifest))
 
 
 def _apply_manifest(report: Report, manifest: Manifest, report_dir: Path) -> None:

@@ -7,6 +7,9 @@
     python:PATH.py:FACTORY     FACTORY() from a Python file
     stdio:COMMAND              a program speaking the driver protocol on stdin/stdout
                                (docs/protocol.md), the command split as a shell would
+    langgraph | llamaindex | dbos | prefect
+                               a peer library through its adapter (loomcheck.adapters),
+                               after `pip install 'loomcheck[<peer>]'`
 """
 
 from __future__ import annotations
@@ -35,11 +38,28 @@ class ImplementationSpecError(Exception):
     """`--impl` names nothing we can load; the message says why and what to write."""
 
 
+def peer_target(spec: str) -> str:
+    """A peer's name becomes its adapter's python: target; anything else is returned as is.
+    A peer whose extra is not installed is a usage error that says what to install."""
+    from loomcheck.adapters import PEERS
+
+    peer = PEERS.get(spec)
+    if peer is None:
+        return spec
+    for module in peer.requires:
+        if importlib.util.find_spec(module.split(".")[0]) is None:
+            raise ImplementationSpecError(
+                f"--impl {spec}: the {spec} adapter needs the package {module.split('.')[0]!r}, which is not installed; "
+                f"install the extra: pip install 'loomcheck[{peer.extra}]'")
+    return peer.target
+
+
 def check_spec(spec: str) -> None:
     """Raise ImplementationSpecError if `spec` is not of a form we know (a usage error,
     as opposed to a kernel that fails to load, which is a finding of the run)."""
     if spec in ("reference", "reference:sqlite", "reference:memory"):
         return
+    spec = peer_target(spec)
     if spec.startswith("stdio:"):
         import shlex
 
@@ -52,7 +72,8 @@ def check_spec(spec: str) -> None:
         return
     if not spec.startswith("python:"):
         raise ImplementationSpecError(
-            f"--impl {spec!r}: expected 'reference', 'reference:memory', 'python:MODULE:FACTORY' or 'stdio:COMMAND'")
+            f"--impl {spec!r}: expected 'reference', 'reference:memory', 'python:MODULE:FACTORY', 'stdio:COMMAND' "
+            f"or a peer: langgraph, llamaindex, dbos, prefect")
     target, _, factory_name = spec[len("python:"):].rpartition(":")
     if not target or not factory_name:
         raise ImplementationSpecError(f"--impl {spec!r}: expected python:MODULE:FACTORY (for example python:mykernel.loomcheck:make)")
@@ -60,6 +81,7 @@ def check_spec(spec: str) -> None:
 
 def resolve_factory(spec: str, transport: TransportOptions | None = None) -> Callable[[], Any]:
     check_spec(spec)
+    spec = peer_target(spec)
     if spec.startswith("stdio:"):
         from loomcheck.protocol.client import Limits, StdioDriver
 
@@ -115,6 +137,7 @@ def killable(spec: str, transport: TransportOptions | None = None) -> Any:
     from loomcheck.protocol.client import Limits, StdioDriver
 
     check_spec(spec)
+    spec = peer_target(spec)
     options = transport or TransportOptions()
     limits = Limits(timeout=options.timeout, max_line=options.max_line, restarts=options.restarts)
     if spec.startswith("stdio:"):

@@ -225,6 +225,9 @@ class Run:
         self.hello = hello.model_copy(update={"features": features})  # what every check treats as declared
         for inv in self.selected:
             why = not_applicable_because(inv, hello, withheld)
+            declared = self.manifest.not_applicable_reason(inv.id) if self.manifest is not None else None
+            if why is None and declared is not None:
+                why = f"the manifest: {declared}"
             if why:
                 self.na[inv.id] = why
         self._records()

@@ -5,6 +5,9 @@ driver features to treat as undeclared. A TOML file kept beside the kernel:
     [features]
     unsupported = ["timers"]              # not declared, even if hello lists them
     reason = "the clock is not injectable yet"
+    [[not-applicable]]                    # an invariant the kernel's model has no counterpart for
+    invariant = "approvals.weak-secret"
+    reason = "approvals are authenticated outside the kernel"
     [[expected]]
     invariant = "gate.i-receives-entry-i"
     status = "fail"                       # or "error"
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from loomcheck.reports.model import Expected, ManifestVerdict, Report, Status
 from loomcheck.spec.catalogue import FEATURES, Catalogue, load_catalogue
@@ -49,9 +52,20 @@ class ExpectedEntry(Expected):
     status: Literal["fail", "error"] = "fail"  # the common case may go unsaid
 
 
+class NotApplicableEntry(_Model):
+    """An invariant whose subject the kernel's model does not have (a peer library
+    with no gate names, say): reported not-applicable with this reason, never run."""
+
+    invariant: str
+    reason: str = Field(min_length=1)
+
+
 class Manifest(_Model):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
     implementation: str | None = None
     features: Features = Features()
+    not_applicable: list[NotApplicableEntry] = Field(default=[], alias="not-applicable")
     expected: list[ExpectedEntry] = []
 
     @model_validator(mode="after")
@@ -61,6 +75,9 @@ class Manifest(_Model):
             if entry.invariant in seen:
                 raise ValueError(f"invariant '{entry.invariant}' has more than one [[expected]] entry")
             seen.add(entry.invariant)
+        for entry in self.not_applicable:
+            if entry.invariant in seen:
+                raise ValueError(f"invariant '{entry.invariant}' is both expected to fail and not applicable")
         return self
 
     @property
@@ -69,6 +86,9 @@ class Manifest(_Model):
 
     def expectation(self, invariant_id: str) -> ExpectedEntry | None:
         return next((e for e in self.expected if e.invariant == invariant_id), None)
+
+    def not_applicable_reason(self, invariant_id: str) -> str | None:
+        return next((e.reason for e in self.not_applicable if e.invariant == invariant_id), None)
 
 
 # -- reading -------------------------------------------------------------------------
@@ -100,15 +120,22 @@ def _describe(label: str, problem: Any, raw: dict[str, Any]) -> str:
 
 def _check(label: str, manifest: Manifest, catalogue: Catalogue) -> None:
     problems = []
+
+    def unknown(where: str, invariant_id: str) -> bool:
+        if invariant_id in catalogue.ids:
+            return False
+        close = difflib.get_close_matches(invariant_id, catalogue.ids, n=1)
+        hint = f"did you mean '{close[0]}'?" if close else "`loomcheck catalogue` lists them"
+        problems.append(f"{where}: unknown invariant '{invariant_id}'; {hint}")
+        return True
+
+    for number, entry in enumerate(manifest.not_applicable, start=1):
+        unknown(f"{label}: [[not-applicable]] #{number}", entry.invariant)
     for number, entry in enumerate(manifest.expected, start=1):
         where = f"{label}: [[expected]] #{number}"
-        try:
-            invariant = catalogue.get(entry.invariant)
-        except KeyError:
-            close = difflib.get_close_matches(entry.invariant, catalogue.ids, n=1)
-            hint = f"did you mean '{close[0]}'?" if close else "`loomcheck catalogue` lists them"
-            problems.append(f"{where}: unknown invariant '{entry.invariant}'; {hint}")
+        if unknown(where, entry.invariant):
             continue
+        invariant = catalogue.get(entry.invariant)
         # A documented hazard or residual is demonstrated, never failed: only an error can be expected of it.
         if entry.status == "fail" and invariant.kind in ("documented-hazard", "documented-residual"):
             problems.append(f"{where}: '{entry.invariant}' is a {invariant.kind.replace('-', ' ')}, demonstrated "
@@ -164,7 +191,7 @@ def updated_manifest(report: Report, old: Manifest | None = None) -> Manifest:
     entries.sort(key=lambda e: order.get(e.invariant, len(order)))
     # The name is informational: the file's own is kept, the run's fills a gap.
     name = old.implementation or (report.implementation.name if report.implementation.name != "unknown" else None)
-    return Manifest(implementation=name, features=old.features, expected=entries)
+    return Manifest(implementation=name, features=old.features, not_applicable=old.not_applicable, expected=entries)
 
 
 def dump_manifest(manifest: Manifest) -> str:
@@ -175,6 +202,8 @@ def dump_manifest(manifest: Manifest) -> str:
     if manifest.features.reason is not None:
         features["reason"] = manifest.features.reason
     data["features"] = features
+    if manifest.not_applicable:
+        data["not-applicable"] = [{"invariant": e.invariant, "reason": e.reason} for e in manifest.not_applicable]
     # Written in a fixed key order, and without the keys that are absent (TOML has no null).
     data["expected"] = [{key: value for key, value in (("invariant", e.invariant), ("status", e.status),
                                                        ("reason", e.reason), ("link", e.link)) if value is not None}

@@ -44,3 +44,28 @@ def test_parsing_never_mutates_the_input() -> None:
 def test_schemas_without_properties_keep_the_value_as_is() -> None:
     assert parse({"type": "object"}, {"anything": [1]}) == Parsed({"anything": [1]})
     assert parse({}, 5) == Parsed(5)
+
+
+def test_a_counterexample_with_a_lone_surrogate_is_written() -> None:
+    """The hostile-names corpus names gates with lone surrogates; a counterexample holding
+    one must still be writable as UTF-8 and read back unchanged (it was a suite error)."""
+    import json
+    from pathlib import Path
+    import tempfile
+
+    from loomcheck.spec.regressions import RegressionLog, dump_regression, load_regression
+
+    log = RegressionLog.model_validate({
+        "name": "surrogate", "description": "a gate named with a lone surrogate", "adr": "0077",
+        "invariants": ["fold.key-safety"], "origin": "counterexample",
+        "operations": [{"op": "define", "flow": "f", "program": {"body": [{"op": "suspend", "on": "\ud800"}]}},
+                       {"op": "start", "execution": "x", "flow": "f", "input": None},
+                       {"op": "resume", "execution": "x", "type": "\ud800", "payload": "\udfff"}]})
+    text = dump_regression(log)
+    text.encode("utf-8")  # what writing the file does
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "log.json"
+        path.write_text(text, encoding="utf-8")
+        again = load_regression(path)
+    assert json.loads(text)["operations"][2]["type"] == "\ud800"
+    assert again.operations[2].model_dump()["type"] == "\ud800"

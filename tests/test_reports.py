@@ -90,6 +90,10 @@ def test_unknown_invariant_names_the_entry_and_suggests_the_id(tmp_path: Path) -
     (f'[[expected]]\ninvariant = "{GATE}"\nreason = "a"\n[[expected]]\ninvariant = "{GATE}"\nreason = "b"\n',
      "more than one [[expected]] entry"),
     ('[[expected]]\ninvariant = "hazard.mixed-parallel"\nstatus = "fail"\nreason = "x"\n', "never failed"),
+    ('[[not-applicable]]\ninvariant = "gate.nope"\nreason = "x"\n', "[[not-applicable]] #1: unknown invariant 'gate.nope'"),
+    (f'[[not-applicable]]\ninvariant = "{GATE}"\n', "field 'not-applicable.0.reason': Field required"),
+    (f'[[not-applicable]]\ninvariant = "{GATE}"\nreason = "a"\n[[expected]]\ninvariant = "{GATE}"\nreason = "b"\n',
+     "both expected to fail and not applicable"),
 ])
 def test_invalid_manifests_say_what_is_wrong(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(SpecError) as raised:
@@ -324,3 +328,21 @@ def test_matrix_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert html.count("<tr id=") == 1 and f'href="../one/counterexamples/{GATE}.json"' in html
     assert main(["matrix", one, str(tmp_path / "missing.json"), "--out", str(out)]) == 3
     assert "missing.json" in capsys.readouterr().out
+
+
+def test_a_manifests_not_applicable_entry_is_reported_with_its_reason_and_not_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _manifest_file(tmp_path, f'[[not-applicable]]\ninvariant = "{GATE}"\nreason = "this kernel has no gates"\n')
+    manifest = load_manifest(path)
+    assert manifest.not_applicable_reason(GATE) == "this kernel has no gates"
+    again = tmp_path / "again.toml"
+    again.write_text(dump_manifest(manifest))
+    assert load_manifest(again) == manifest
+    code = main(["run", "--impl", "reference:memory", "--only", GATE, "fold.resume-payloads-ordered",
+                 "--manifest", str(path), "--report", str(tmp_path / "r")])
+    capsys.readouterr()
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    records = {r["id"]: r for r in report["results"]}
+    assert records[GATE]["status"] == "not-applicable" and records[GATE]["examples"] == 0
+    assert records[GATE]["message"] == "the manifest: this kernel has no gates"
+    assert records["fold.resume-payloads-ordered"]["status"] == "pass" and code == 0

@@ -1,0 +1,38 @@
+"""Adapters that run the suite on other durable-execution libraries ("peers").
+
+Each adapter translates flow programs into the peer's own primitives: one
+generic workflow body (walker.py) that walks the program and calls the peer's
+step and gate API, with the peer's own store. The peer is an optional
+dependency, installed with its extra: `pip install 'loomcheck[langgraph]'`.
+
+    loomcheck run --impl langgraph
+
+What each adapter maps, what it cannot, and what the suite found is in
+reports/peers/<peer>/ (ANALYSIS.md beside the report) and docs/peers.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PeerInfo:
+    name: str          # the --impl name
+    target: str        # python:MODULE:FACTORY
+    extra: str         # pip install 'loomcheck[<extra>]'
+    requires: tuple[str, ...]  # the modules the adapter imports
+    manifest: str      # the peer's manifest, inside this package
+
+
+PEERS: dict[str, PeerInfo] = {
+    "langgraph": PeerInfo("langgraph", "python:loomcheck.adapters.langgraph:make", "langgraph",
+                          ("langgraph", "langgraph.checkpoint.sqlite"), "manifests/langgraph.toml"),
+    "langgraph-raw": PeerInfo("langgraph-raw", "python:loomcheck.adapters.langgraph:make_raw", "langgraph",
+                              ("langgraph", "langgraph.checkpoint.sqlite"), "manifests/langgraph-raw.toml"),
+    "llamaindex": PeerInfo("llamaindex", "python:loomcheck.adapters.llamaindex:make", "llamaindex",
+                           ("workflows",), "manifests/llamaindex.toml"),
+    "dbos": PeerInfo("dbos", "python:loomcheck.adapters.dbos:make", "dbos", ("dbos",), "manifests/dbos.toml"),
+    "prefect": PeerInfo("prefect", "python:loomcheck.adapters.prefect:make", "prefect", ("prefect",),
+                        "manifests/prefect.toml"),
+}
