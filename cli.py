@@ -49,6 +49,9 @@ STYLE = {"pass": "green", "fail": "bold red", "not-applicable": "dim", "error": 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # a hostile name (a lone surrogate) is printed escaped, never a traceback
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     console = Console(highlight=False)
     if not console.is_terminal:
         console = Console(highlight=False, width=max(console.width, 120))
@@ -128,6 +131,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     catalogue = load_catalogue()
     check_spec(args.impl)
     manifest = _load_manifest(args)
+    shipped = peer_manifest(args.impl) if args.manifest is None else None
+    if shipped is not None:
+        console.print(f"manifest: the {args.impl} adapter's own ({escape(str(shipped))}); --manifest FILE uses another")
     with _stop_on_sigterm(), _progress(console) as progress:
         tasks: dict[str, int] = {}
 
