@@ -1,6 +1,6 @@
 """The `loomcheck` command.
 
-    loomcheck run [--impl SPEC] [--profile ci|dev|campaign] [--only ID ...] [--report DIR] [--seed N]
+    loomcheck run [--impl SPEC] [--profile ci|dev|campaign|peers-slow] [--only ID ...] [--report DIR] [--seed N]
                   [--manifest FILE] [--write-manifest FILE] [--strict-manifest]
     loomcheck replay FILE [--impl SPEC]
     loomcheck catalogue [--json]
@@ -75,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run the catalogue against an implementation and print the conformance table")
     run.add_argument("--impl", default="reference", help="reference (default, SQLite), reference:memory, python:MODULE:FACTORY, python:FILE.py:FACTORY or stdio:COMMAND (docs/protocol.md)")
-    run.add_argument("--profile", default="ci", help="ci (default: fixed seeds, bounded), dev, campaign")
+    run.add_argument("--profile", default="ci", help="ci (default: fixed seeds, bounded), dev, campaign, peers-slow (a slow peer: a tenth of ci)")
     run.add_argument("--only", nargs="+", metavar="ID", help="invariant ids (or prefixes such as gate.) to run")
     run.add_argument("--report", type=Path, default=Path("loomcheck-report"), metavar="DIR", help="where report.json, junit.xml and counterexamples go (default: ./loomcheck-report)")
     run.add_argument("--seed", type=int, help="a seed for the state machine (instead of the profile's fixed derandomised one)")

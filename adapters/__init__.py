@@ -23,11 +23,12 @@ class PeerInfo:
     extra: str         # pip install 'loomcheck[<extra>]'
     requires: tuple[str, ...]  # the modules the adapter imports
     manifest: str      # the peer's manifest, inside this package
+    guarded: bool = False  # the adapter checks answers itself before the peer sees them (base.py)
 
 
 PEERS: dict[str, PeerInfo] = {
     "langgraph": PeerInfo("langgraph", "python:loomcheck.adapters.langgraph:make", "langgraph",
-                          ("langgraph", "langgraph.checkpoint.sqlite"), "manifests/langgraph.toml"),
+                          ("langgraph", "langgraph.checkpoint.sqlite"), "manifests/langgraph.toml", guarded=True),
     "langgraph-raw": PeerInfo("langgraph-raw", "python:loomcheck.adapters.langgraph:make_raw", "langgraph",
                               ("langgraph", "langgraph.checkpoint.sqlite"), "manifests/langgraph-raw.toml"),
     "llamaindex": PeerInfo("llamaindex", "python:loomcheck.adapters.llamaindex:make", "llamaindex",

@@ -105,6 +105,9 @@ PROFILES: dict[str, Budget] = {
     "ci": Budget(max_examples=300, steps=25, derandomize=True),
     "dev": Budget(max_examples=300, steps=30, derandomize=False),
     "campaign": Budget(max_examples=5_000, steps=50, derandomize=False),
+    # For a peer whose every operation is a round trip to a server (Prefect, docs/peers.md):
+    # derandomised like ci, with a tenth of its examples. Not a CI profile.
+    "peers-slow": Budget(max_examples=30, steps=12, derandomize=True),
 }
 
 

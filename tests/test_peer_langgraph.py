@@ -242,3 +242,19 @@ def test_the_suite_catches_a_step_that_langgraph_does_not_replay(tmp_path: Path,
     record = next(r for r in report["results"] if r["id"] == "replay.step-runs-once")
     assert code == 1 and record["status"] == "fail", record
     assert "re-executed" in record["message"]
+
+
+def test_why_typed_answers_do_not_apply_langgraph_does_not_validate_a_response_schema() -> None:
+    """ADR 0077 needs a declared answer shape enforced before anything is recorded. An
+    interrupt's response_schema is surfaced to clients only: a non-matching answer is taken."""
+    saver = SqliteSaver(sqlite3.connect(":memory:", check_same_thread=False))
+    schema = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
+
+    @entrypoint(checkpointer=saver)
+    def flow(_: Any) -> Any:
+        return interrupt({"on": "go"}, response_schema=schema)
+
+    config = {"configurable": {"thread_id": "t"}}
+    returned = flow.invoke({}, config)
+    assert returned["__interrupt__"][0].response_schema == schema
+    assert flow.invoke(Command(resume={returned["__interrupt__"][0].id: "not an object"}), config) == "not an object"
