@@ -386,8 +386,11 @@ class Run:
 
     # -- output ------------------------------------------------------------------------
     def _write_counterexample(self, name: str, operations: list[Operation], message: str | None,
-                              error: str | None) -> str:
+                              error: str | None) -> str | None:
         from loomcheck.reference.driver import ReferenceDriver
+
+        if not operations:  # a failure that did not reproduce shrinks to nothing: there is no log to write
+            return None
 
         # A script that kills the kernel needs a reference in a process of its own, on SQLite.
         reference = killable("reference", self.transport) if needs_a_process(operations) else ReferenceDriver(store="memory")

@@ -4,9 +4,9 @@ Schema is spec/schemas/report.schema.json."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 # "hazard" / "residual" / "not-reproduced" are for documented hazards and
 # documented residuals only: whether the demonstration shows the hazard (or the
@@ -17,6 +17,15 @@ FORMAT = "loomcheck-report/1"
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _writable(text: str) -> str:
+    """A message may quote a hostile name with a lone surrogate, which no UTF-8 file can
+    hold: it is kept as its escape, so a report is always written."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+Text = Annotated[str, AfterValidator(_writable)]
 
 
 class Implementation(_Model):
@@ -45,6 +54,7 @@ ManifestVerdict = Literal["expected-failure", "unexpected-pass", "still-failing-
 
 
 class InvariantRecord(_Model):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)  # the runner fills records in as it goes
     id: str
     adr: str
     decision: str
@@ -55,7 +65,7 @@ class InvariantRecord(_Model):
     status: Status
     examples: int = Field(default=0, description="examples run, shrinking included")
     examplesToFailure: int | None = Field(default=None, description="for a failure: the example it was first seen in, before shrinking")
-    message: str | None = None
+    message: Text | None = None
     counterexample: str | None = Field(default=None, description="path of a replayable regression log")
     counterexampleEvents: int | None = None
     counterexampleOperations: int | None = None
@@ -80,8 +90,10 @@ class CorpusRecord(_Model):
 
 
 class Finding(_Model):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
     kind: Literal["implementation-error", "suite-error", "spec-error"]
-    message: str
+    message: Text
     counterexample: str | None = None
     # Free text (with a pattern) rather than a Literal: transports add causes, and an
     # older reader should still load a newer report.

@@ -346,3 +346,13 @@ def test_a_manifests_not_applicable_entry_is_reported_with_its_reason_and_not_ru
     assert records[GATE]["status"] == "not-applicable" and records[GATE]["examples"] == 0
     assert records[GATE]["message"] == "the manifest: this kernel has no gates"
     assert records["fold.resume-payloads-ordered"]["status"] == "pass" and code == 0
+
+
+def test_a_message_quoting_a_lone_surrogate_is_written_escaped(tmp_path: Path) -> None:
+    """A peer's exception may quote a hostile name; the report must still be written."""
+    report = Report(implementation=Implementation(spec="x", name="x", version="1", eventSchema="1.20.0"),
+                    profile="ci", suiteVersion="0", started="now",
+                    findings=[Finding(kind="implementation-error", message="bad \ud800")])
+    report.findings[0].message = "worse \udfff"  # as the runner fills it in
+    write_json(report, tmp_path / "report.json")
+    assert json.loads((tmp_path / "report.json").read_text())["findings"][0]["message"] == "worse \\udfff"
