@@ -92,6 +92,13 @@ def select(catalogue: Catalogue, only: list[str] | None) -> list[Invariant]:
     return chosen
 
 
+def committed_path(label: str) -> str:
+    """A committed regression log named as it sits in the package (spec/regressions/NAME.json),
+    not by this machine's absolute path, so a committed report reads the same everywhere."""
+    path = Path(label)
+    return "/".join(path.parts[-3:]) if path.parts[-3:-1] == ("spec", "regressions") else label
+
+
 def not_applicable_because(invariant: Invariant, hello: Hello, withheld: dict[str, str] | None = None) -> str | None:
     """`withheld`: features hello declares that the implementation's manifest marks unsupported, with why."""
     withheld = withheld or {}
@@ -318,7 +325,7 @@ class Run:
                     problems += result.differences  # a hazard is demonstrated by its predicate alone
                 if problems and tally.failure is None:
                     tally.failure = f"{log.name}: {problems[0]}"
-                    tally.counterexample = label
+                    tally.counterexample = committed_path(label)
                     tally.operations = len(log.operations)
                     tally.events = sum(len(v) for v in result.logs.values())
         self.progress("regression logs", len(logs), len(logs))

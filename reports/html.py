@@ -169,6 +169,11 @@ def counterexample_href(counterexample: str, report_path: Path, html_dir: Path) 
         target = report_path.parent.joinpath(*path.parts[index:])
     elif path.is_file():
         target = path
+    elif path.parts[:2] == ("spec", "regressions"):  # a committed regression log, named within the package
+        from loomcheck.spec.files import SPEC_ROOT
+
+        candidate = Path(str(SPEC_ROOT)).parent / path
+        target = candidate if candidate.is_file() else None
     if target is None:
         return None
     return quote(Path(_relative(target, html_dir)).as_posix())
