@@ -96,7 +96,9 @@ class PeerDriver:
     distribution = ""
     features: list[str] = []
 
-    def __init__(self, witness: Witness | None = None, guarded: bool = True) -> None:
+    def __init__(self, witness: Witness | None = None, guarded: bool | None = None) -> None:
+        """`guarded`: True or False for an adapter with both modes, None for one with a single,
+        unguarded mode (a peer whose own model addresses answers, as DBOS's topics do)."""
         self.witness = witness or Witness()
         self.flows: dict[str, FlowProgram] = {}
         self.guarded = guarded
@@ -106,7 +108,7 @@ class PeerDriver:
         """The checks an integration writes before answering a gate, from the peer's report
         of where the execution is parked (`parked`: the condition, or None). `event_type`
         None: a recovery. A refusal, or None to go on. Raw mode checks nothing."""
-        if not self.guarded:
+        if self.guarded is not True:
             return None
         if event_type is not None and event_type in vocabulary().kernel_types:
             return Outcome.refused("ResumeRefusedError", "kernel-namespace", f"{event_type} is a kernel event type")
@@ -124,7 +126,7 @@ class PeerDriver:
 
     # -- identity ---------------------------------------------------------------------
     def hello(self) -> Hello:
-        mode = "" if self.guarded else ", raw"
+        mode = ", raw" if self.guarded is False else ""
         return Hello(name=f"{self.peer} (loomcheck adapter{mode})",
                      version=f"{self.distribution} {installed_version(self.distribution)}; adapter {__version__}",
                      eventSchema=vocabulary().current, features=list(self.features))

@@ -81,3 +81,32 @@ def test_the_ci_profile_reaches_every_situation_it_checks() -> None:
     }
     short = {name: counts[name] for name, least in must_reach.items() if counts[name] < least}
     assert not short, f"the CI profile reached these too rarely (seen, against the floor {must_reach}): {short}"
+
+
+def test_every_failing_invariant_is_found_however_many_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A peer may fail sixteen invariants. Each round of the machine stops at its first failure,
+    so the rounds go on until a round finds none: an invariant left over is never reported as a
+    pass after a truncated exploration (the loop once stopped after four rounds)."""
+    from loomcheck.properties import machine
+    from loomcheck.properties.registry import Violation
+    from loomcheck.reference.driver import ReferenceDriver
+
+    ids = [f"inv.{n}" for n in range(7)]
+    rounds: list[list[str]] = []
+
+    def fake_build(session: object, invariant_ids: list[str], counters: machine.Counters) -> list[str]:
+        rounds.append(list(invariant_ids))
+        return list(invariant_ids)
+
+    def fake_run(remaining: list[str], budget: object, derandomize: bool) -> list[BaseException]:
+        failing = [i for i in remaining if i != "inv.6"]  # every invariant but one fails, one per round
+        return [machine.InvariantViolated([Violation(failing[0], "broken")], [])] if failing else []
+
+    monkeypatch.setattr(machine, "build_machine", fake_build)
+    monkeypatch.setattr(machine.hypothesis, "seed", lambda seed: (lambda m: m))
+    monkeypatch.setattr(machine, "_run_once", fake_run)
+    driver = ReferenceDriver(store="memory")
+    result = machine.run_stateful(Session(driver, frozenset()), ids, machine.PROFILES["ci"])
+    driver.close()
+    assert sorted(result.failures) == ids[:6]
+    assert rounds[-1] == ["inv.6"] and len(rounds) == 7  # the survivor was explored in a round of its own
