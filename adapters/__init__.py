@@ -35,5 +35,7 @@ PEERS: dict[str, PeerInfo] = {
                            ("workflows",), "manifests/llamaindex.toml"),
     "dbos": PeerInfo("dbos", "python:loomcheck.adapters.dbos:make", "dbos", ("dbos",), "manifests/dbos.toml"),
     "prefect": PeerInfo("prefect", "python:loomcheck.adapters.prefect:make", "prefect", ("prefect",),
-                        "manifests/prefect.toml"),
+                        "manifests/prefect.toml", guarded=True),
+    "prefect-raw": PeerInfo("prefect-raw", "python:loomcheck.adapters.prefect:make_raw", "prefect", ("prefect",),
+                            "manifests/prefect-raw.toml"),
 }

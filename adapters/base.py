@@ -151,6 +151,20 @@ class PeerDriver:
         log = self.witness.log(execution_id)
         return log[-1]["seq"] if log else 0
 
+    def unfinished_steps(self, execution_id: str, finished: dict[str, JSON]) -> dict[str, dict[str, JSON]]:
+        """Steps the witness saw start that hold no value: a step whose worker died mid-way.
+        A peer that records finished steps only cannot tell these; this one fact of the state
+        comes from the witness, the only place it exists."""
+        started: dict[str, dict[str, JSON]] = {}
+        for event in self.witness.log(execution_id):
+            payload = event["payload"]
+            step_id = payload.get("stepId") if isinstance(payload, dict) else None
+            if event["type"] == "STEP_STARTED" and isinstance(step_id, str) and step_id not in finished:
+                attempt = payload.get("attempt")
+                started[step_id] = {"status": "started", "attempt": attempt if isinstance(attempt, int) else 1,
+                                    "output": None}
+        return started
+
     def settle(self, execution_id: str, ending: Ending) -> Outcome:
         """Write how the peer's run ended, as the peer reported it."""
         if isinstance(ending, Parked):

@@ -194,10 +194,8 @@ class LangGraphDriver(PeerDriver):
         writes = self._input_writes(execution_id)
         steps = {w["stepId"]: {"status": "completed", "attempt": 1, "output": w["output"]}
                  for channel, w in writes if channel == "__return__" and isinstance(w, dict) and "stepId" in w}
-        # LangGraph keeps no record of a task that started and did not finish (a crash mid-step):
-        # that one fact comes from the witness, the only place it exists.
-        for step_id, attempt in self._unfinished(execution_id, steps).items():
-            steps[step_id] = {"status": "started", "attempt": attempt, "output": None}
+        # LangGraph keeps no record of a task that started and did not finish (a crash mid-step).
+        steps.update(self.unfinished_steps(execution_id, steps))
         answers = next((w for channel, w in reversed(writes) if channel == "__resume__" and isinstance(w, list)), [])
         ending = self._last.get(execution_id)
         status = {Parked: "suspended", Completed: "completed", Failed: "failed"}.get(type(ending), "running")
@@ -206,16 +204,6 @@ class LangGraphDriver(PeerDriver):
                             suspended_on=self._parked(execution_id), steps=steps,
                             output=self.graph.get_state(self._config(execution_id)).values if status == "completed" else None,
                             error=ending.error if isinstance(ending, Failed) else None)
-
-    def _unfinished(self, execution_id: str, finished: dict[str, JSON]) -> dict[str, int]:
-        started: dict[str, int] = {}
-        for event in self.witness.log(execution_id):
-            payload = event["payload"]
-            step_id = payload.get("stepId") if isinstance(payload, dict) else None
-            if event["type"] == "STEP_STARTED" and isinstance(step_id, str) and step_id not in finished:
-                attempt = payload.get("attempt")
-                started[step_id] = attempt if isinstance(attempt, int) else 1
-        return started
 
     def _input_checkpoint(self, execution_id: str) -> Any:
         """The thread's first checkpoint (source "input"): its input and the entrypoint's writes."""
