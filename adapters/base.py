@@ -177,6 +177,18 @@ class PeerDriver:
             return Outcome.accepted(crashed=True)  # the worker died: nothing more is written
         return Outcome.accepted()
 
+    def open_execution(self, execution_id: str, flow_id: str, input: JSON) -> Outcome | None:
+        """The start's own checks (a flow the adapter was given, an id not yet used: the caller
+        chose it, and a peer would continue or overwrite what it holds under it), then
+        EXECUTION_STARTED. A refusal, or None to run the flow."""
+        if flow_id not in self.flows:
+            return Outcome.refused("FlowDefinitionError", "unknown-flow", f"no flow {flow_id!r}")
+        if self.witness.exists(execution_id):
+            return Outcome.refused("FlowDefinitionError", "duplicate-execution", f"execution {execution_id!r} exists")
+        self.witness.begin(execution_id, flow_id)
+        self.witness.append(execution_id, "EXECUTION_STARTED", {"flowId": flow_id, "input": input})
+        return None
+
     def record_answer(self, execution_id: str, event_type: str, payload: JSON) -> None:
         """The peer accepted an answer: the resume-typed event, then EXECUTION_RESUMED."""
         self.witness.append(execution_id, event_type, payload)

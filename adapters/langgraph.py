@@ -142,14 +142,9 @@ class LangGraphDriver(PeerDriver):
 
     # -- the driver interface ----------------------------------------------------------
     def start(self, execution_id: str, flow_id: str, input: JSON) -> Outcome:
-        if flow_id not in self.flows:
-            return Outcome.refused("FlowDefinitionError", "unknown-flow", f"no flow {flow_id!r}")
-        if self.witness.exists(execution_id):
-            # A thread id LangGraph already holds would continue that thread: the adapter's
-            # caller chose the id, so this is the id's problem, not the peer's.
-            return Outcome.refused("FlowDefinitionError", "duplicate-execution", f"execution {execution_id!r} exists")
-        self.witness.begin(execution_id, flow_id)
-        self.witness.append(execution_id, "EXECUTION_STARTED", {"flowId": flow_id, "input": input})
+        refused = self.open_execution(execution_id, flow_id, input)  # a used thread id would continue that thread
+        if refused is not None:
+            return refused
         # LangGraph reads an input of None as "continue the thread", so every input travels
         # wrapped: {"input": value} (a limit of the mapping, not of LangGraph's semantics).
         return self.settle(execution_id, self._run(execution_id, {"input": input}))

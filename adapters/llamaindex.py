@@ -324,13 +324,9 @@ class LlamaIndexDriver(PeerDriver):
 
     # -- the driver interface ----------------------------------------------------------
     def start(self, execution_id: str, flow_id: str, input: JSON) -> Outcome:
-        if flow_id not in self.flows:
-            return Outcome.refused("FlowDefinitionError", "unknown-flow", f"no flow {flow_id!r}")
-        if self.witness.exists(execution_id):
-            # The adapter keeps one saved context per id; a second start would overwrite it.
-            return Outcome.refused("FlowDefinitionError", "duplicate-execution", f"execution {execution_id!r} exists")
-        self.witness.begin(execution_id, flow_id)
-        self.witness.append(execution_id, "EXECUTION_STARTED", {"flowId": flow_id, "input": input})
+        refused = self.open_execution(execution_id, flow_id, input)  # one saved context per id: a second would overwrite it
+        if refused is not None:
+            return refused
         return self.settle(execution_id, self._drive(lambda handlers: self._start(execution_id, input, handlers)))
 
     def resume(self, execution_id: str, event_type: str, payload: JSON,

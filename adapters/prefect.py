@@ -1,7 +1,7 @@
 """Prefect through the driver interface: `@flow` / `@task` on a local Prefect server.
 
     pip install 'loomcheck[prefect]'
-    loomcheck run --impl prefect --profile <a small profile>    # slow: about 1.5 s per start or resume
+    loomcheck run --impl prefect --profile peers-slow    # slow: about 0.6 s per start or resume; not in CI
 
 The adapter starts its own Prefect API server (uvicorn, `prefect.server.api.server:create_app`,
 the app `prefect server start` serves) on 127.0.0.1 and a free port, with a SQLite database,
