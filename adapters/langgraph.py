@@ -33,6 +33,7 @@ approvals, timers, resumeAs and state migration, legacy logs, retention.
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import sqlite3
 import tempfile
@@ -81,6 +82,7 @@ class LangGraphDriver(PeerDriver):
     def __init__(self, guarded: bool = True) -> None:
         super().__init__(guarded=guarded)
         self._dir = tempfile.mkdtemp(prefix="loomcheck-langgraph-")
+        atexit.register(shutil.rmtree, self._dir, True)  # also when the caller never closes the driver
         self._open()
 
     def _open(self) -> None:
@@ -217,8 +219,8 @@ class LangGraphDriver(PeerDriver):
     def reset(self) -> None:
         super().reset()
         self._conn.close()
-        shutil.rmtree(self._dir, ignore_errors=True)
-        self._dir = tempfile.mkdtemp(prefix="loomcheck-langgraph-")
+        for leftover in Path(self._dir).iterdir():  # the same directory, emptied: a new checkpoint store
+            leftover.unlink()
         self._open()
 
     def close(self) -> None:
