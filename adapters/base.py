@@ -11,9 +11,11 @@ What an adapter may and may not do (docs/peers.md says it at length):
   the known divergences with their reasons.
 - its log is the witness (witness.py); its state is the peer's own.
 
-Two modes. A peer with no ingress rules of its own (LangGraph's resume names no
-gate) accepts every misaddressed answer, and what it then does with the answer
-colours every later check. So each adapter runs in two modes, two reports:
+Two modes. A peer with no ingress rules of its own (LangGraph's and Prefect's
+resumes name no gate) accepts every misaddressed answer, and what it then does
+with the answer colours every later check. So such an adapter runs in two modes,
+two reports (a peer that addresses answers itself, as DBOS's topics do, has one
+unguarded mode):
 - guarded (the default, `--impl <peer>`): before answering, the adapter does what
   every integration of the peer has to write for itself, reading the PEER's own
   report of where the execution is parked (`guard()` below). The invariants that
