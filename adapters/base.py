@@ -34,10 +34,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from loomcheck import __version__
-from loomcheck.adapters.walker import unsupported_needs
 from loomcheck.adapters.witness import Witness
 from loomcheck.harness.driver import Hello, Outcome
-from loomcheck.spec.programs import FlowProgram
+from loomcheck.spec.programs import FlowProgram, program_features
 from loomcheck.spec.vocabulary import vocabulary
 
 JSON = Any
@@ -139,7 +138,7 @@ class PeerDriver:
             parsed = FlowProgram.model_validate(program)
         except (ValidationError, ValueError) as exc:
             return Outcome.refused("FlowDefinitionError", "invalid-program", str(exc).splitlines()[0])
-        missing = unsupported_needs(program, self.features)
+        missing = program_features(program) - set(self.features)
         if missing:
             raise NotImplementedError(f"the program needs {', '.join(sorted(missing))}, not mapped to {self.peer}")
         self.flows[flow_id] = parsed

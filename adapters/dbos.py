@@ -763,17 +763,11 @@ class DbosDriver(PeerDriver):
                       for name, s in own.items()}
         # A step whose body ran but never returned (its process died) has no checkpoint: DBOS
         # records a step only when it completes. Its "started" status is the witness's.
-        for name in self._started_unrecorded(execution_id, own):
-            step_state[name] = {"status": "started", "attempt": self.witness.started(execution_id, name), "output": None}
+        step_state.update(self.unfinished_steps(execution_id, own))
         return folded_state(status=state, flow_id=flow_id, sequence=sequence,
                             input=args[2] if len(args) > 2 else None, answers=answers, suspended_on=suspended_on,
                             steps=step_state, output=status.output if state == "completed" else None,
                             error=error_of(status.error) if state == "failed" else None)
-
-    def _started_unrecorded(self, execution_id: str, recorded: dict[str, JSON]) -> list[str]:
-        started = [e["payload"].get("stepId") for e in self.witness.log(execution_id)
-                   if e["type"] == "STEP_STARTED" and isinstance(e["payload"], dict)]
-        return [name for name in dict.fromkeys(started) if isinstance(name, str) and name not in recorded]
 
     def close(self) -> None:
         for process in (self.worker, self.zygote):

@@ -123,7 +123,7 @@ class LangGraphDriver(PeerDriver):
             return Parked(value if isinstance(value, dict) else {"on": value})
         return Completed(returned)
 
-    def _parked(self, execution_id: str) -> dict[str, JSON] | None:
+    def _parked(self, execution_id: str, snapshot: Any = None) -> dict[str, JSON] | None:
         """The condition of the interrupt the thread is parked on, or None.
 
         Whether it is parked comes from what LangGraph returned for the thread's latest run,
@@ -135,7 +135,8 @@ class LangGraphDriver(PeerDriver):
         ending = self._last.get(execution_id)
         if not isinstance(ending, Parked):
             return None
-        stored = [i.value for t in self.graph.get_state(self._config(execution_id)).tasks for i in t.interrupts]
+        snapshot = snapshot if snapshot is not None else self.graph.get_state(self._config(execution_id))
+        stored = [i.value for t in snapshot.tasks for i in t.interrupts]
         value = stored[-1] if stored else ending.condition
         return value if isinstance(value, dict) else {"on": value}
 
@@ -156,10 +157,10 @@ class LangGraphDriver(PeerDriver):
         if not self.witness.exists(execution_id):
             # LangGraph would start a new thread with this answer as its first gate's value.
             return Outcome.refused("ResumeRefusedError", "unknown-execution", f"no execution {execution_id!r}")
-        refused = self.guard(event_type, self._parked(execution_id), self._finished(execution_id))
+        snapshot = self.graph.get_state(self._config(execution_id))  # read once: the guard and the address
+        refused = self.guard(event_type, self._parked(execution_id, snapshot), self._finished(execution_id))
         if refused is not None:
             return refused
-        snapshot = self.graph.get_state(self._config(execution_id))
         addressed = [i for t in snapshot.tasks for i in t.interrupts
                      if isinstance(i.value, dict) and i.value.get("on") == event_type]
         command = Command(resume={addressed[0].id: payload}) if addressed else Command(resume=payload)

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from loomcheck.adapters.witness import Witness
-from loomcheck.spec.programs import (CompleteOp, EmitOp, FlowProgram, InputOp, ObserveOp, StepOp, SuspendOp,
-                                     program_features)
+from loomcheck.spec.programs import CompleteOp, EmitOp, FlowProgram, InputOp, ObserveOp, StepOp, SuspendOp
 from loomcheck.spec.vocabulary import vocabulary
 
 JSON = Any
@@ -112,7 +111,3 @@ def run_step(op: StepOp, execution: str, witness: Witness, peer: Peer) -> JSON:
         witness.append(execution, "STEP_COMPLETED", {"stepId": op.id, "output": value})
     return value
 
-
-def unsupported_needs(program: dict[str, JSON], features: list[str]) -> set[str]:
-    """The features a program needs that the adapter does not declare."""
-    return program_features(program) - set(features)
