@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("dbos")
 
 from loomcheck.adapters.dbos import DbosDriver  # noqa: E402
+from peer_logs import types  # noqa: E402
 
 LANG = "loomcheck-flow/1"
 TWO_GATES = {"language": LANG, "body": [
@@ -38,10 +39,6 @@ def shared() -> Any:
 def driver(shared: DbosDriver) -> DbosDriver:
     shared.reset()
     return shared
-
-
-def types(driver: DbosDriver, execution: str = "x") -> list[str]:
-    return [e["type"] for e in driver.read_log(execution)]
 
 
 def dbos_steps(driver: DbosDriver, execution: str = "x") -> list[tuple[str, Any]]:

@@ -20,20 +20,13 @@ from langgraph.func import entrypoint, task  # noqa: E402
 from langgraph.types import Command, interrupt  # noqa: E402
 
 from loomcheck.adapters.langgraph import LangGraphDriver, make, make_raw  # noqa: E402
+from peer_logs import observed, types  # noqa: E402
 from loomcheck.cli import main  # noqa: E402
 
 TWO_GATES = {"body": [{"op": "step", "id": "plan", "output": {"plan": "p"}},
                       {"op": "suspend", "on": "go1", "meta": {"why": "first"}}, {"op": "observe"},
                       {"op": "suspend", "on": "go2"}, {"op": "observe"},
                       {"op": "complete", "output": "done"}]}
-
-
-def types(driver: LangGraphDriver, execution: str) -> list[str]:
-    return [e["type"] for e in driver.read_log(execution)]
-
-
-def observed(driver: LangGraphDriver, execution: str) -> list[Any]:
-    return [e["payload"] for e in driver.read_log(execution) if e["type"] == "loomcheck.observed"]
 
 
 @pytest.fixture

@@ -18,20 +18,13 @@ from workflows.events import (HumanResponseEvent, StartEvent, StopEvent, Unhandl
                               WorkflowIdleEvent)
 
 from loomcheck.adapters.llamaindex import GATES_KEY, STEPS_KEY, LlamaIndexDriver, make, waiter_id  # noqa: E402
+from peer_logs import observed, types  # noqa: E402
 
 TWO_GATES = {"body": [{"op": "step", "id": "plan", "output": {"plan": "p"}},
                       {"op": "suspend", "on": "go1", "meta": {"why": "first"}}, {"op": "observe"},
                       {"op": "suspend", "on": "go2"}, {"op": "observe"},
                       {"op": "input"},
                       {"op": "complete", "output": "done"}]}
-
-
-def types(driver: LlamaIndexDriver, execution: str) -> list[str]:
-    return [e["type"] for e in driver.read_log(execution)]
-
-
-def observed(driver: LlamaIndexDriver, execution: str) -> list[Any]:
-    return [e["payload"] for e in driver.read_log(execution) if e["type"] == "loomcheck.observed"]
 
 
 def saved(driver: LlamaIndexDriver, execution: str) -> dict[str, Any]:

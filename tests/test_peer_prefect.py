@@ -20,19 +20,12 @@ from prefect.flow_runs import resume_flow_run  # noqa: E402
 from prefect.results import ResultStore  # noqa: E402
 
 from loomcheck.adapters.prefect import PrefectDriver, make, step_key  # noqa: E402
+from peer_logs import observed, types  # noqa: E402
 
 TWO_GATES = {"body": [{"op": "step", "id": "plan", "output": {"plan": "p"}},
                       {"op": "suspend", "on": "go1", "meta": {"why": "first"}}, {"op": "observe"},
                       {"op": "suspend", "on": "go2"}, {"op": "observe"},
                       {"op": "complete", "output": "done"}]}
-
-
-def types(driver: PrefectDriver, execution: str) -> list[str]:
-    return [e["type"] for e in driver.read_log(execution)]
-
-
-def observed(driver: PrefectDriver, execution: str) -> list[Any]:
-    return [e["payload"] for e in driver.read_log(execution) if e["type"] == "loomcheck.observed"]
 
 
 def flow_run(driver: PrefectDriver, execution: str) -> Any:
