@@ -2,7 +2,9 @@
 
     loomcheck run [--impl SPEC] [--profile ci|dev|campaign|peers-slow] [--only ID ...] [--report DIR] [--seed N]
                   [--manifest FILE] [--write-manifest FILE] [--strict-manifest]
+                  [--database DIR|redis://HOST:PORT/DB|none]
     loomcheck replay FILE [--impl SPEC]
+    loomcheck promote REPORT_DIR|COUNTEREXAMPLE.json ... [--to DIR] [--name NAME]
     loomcheck catalogue [--json]
     loomcheck fleet --count N --seed S --out DIR
     loomcheck docs [--report REPORT.json ...] [--out FILE]
@@ -78,7 +80,15 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", default="ci", help="ci (default: fixed seeds, bounded), dev, campaign, peers-slow (a slow peer: 10 examples of 8 steps)")
     run.add_argument("--only", nargs="+", metavar="ID", help="invariant ids (or prefixes such as gate.) to run")
     run.add_argument("--report", type=Path, default=Path("loomcheck-report"), metavar="DIR", help="where report.json, junit.xml and counterexamples go (default: ./loomcheck-report)")
-    run.add_argument("--seed", type=int, help="a seed for the state machine (instead of the profile's fixed derandomised one)")
+    run.add_argument("--seed", type=int, help="a seed for the state machine (instead of the profile's fixed derandomised one; "
+                     "a randomised profile without it draws one and records it in report.json)")
+    run.add_argument("--database", metavar="DIR|URL|none", help="the Hypothesis example database failing examples are kept "
+                     "in and replayed from: a directory, redis://host:port/db (pip install 'loomcheck[campaign]') or none "
+                     "(default: .loomcheck/examples for the campaign profile, none for the others; docs/campaigns.md)")
+    run.add_argument("--explore-depth", type=int, metavar="N", help="the explorer's bound: every history of N operations "
+                     "per scenario (default: the profile's, 8 for ci, 14 for campaign; 0 skips it)")
+    run.add_argument("--explore-budget", type=float, metavar="S", help="seconds the explorer may take in all (default: "
+                     "the profile's); what it does not finish is reported unknown")
     _transport_arguments(run)
     _manifest_arguments(run)
     run.set_defaults(command=_run)
@@ -93,6 +103,15 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--record-expected", action="store_true",
                      help="maintainers: write this implementation's outcomes and logs into the file as its 'expect'")
     rep.set_defaults(command=_replay)
+
+    promote = commands.add_parser("promote", help="copy a run's counterexamples into the committed regression logs")
+    promote.add_argument("sources", nargs="*", type=Path, metavar="REPORT_DIR|COUNTEREXAMPLE.json",
+                         help="a report folder (its counterexamples/) or counterexample files")
+    promote.add_argument("--to", type=Path, metavar="DIR",
+                         help="the folder of committed logs (default: spec/regressions/ of this source checkout)")
+    promote.add_argument("--name", metavar="NAME", help="the promoted log's name, for one counterexample "
+                         "(default: ADR-invariant, say 0057-gate-i-receives-entry-i)")
+    promote.set_defaults(command=_promote)
 
     cat = commands.add_parser("catalogue", help="list the invariants (or print the JSON export)")
     cat.add_argument("--json", action="store_true")
@@ -126,10 +145,15 @@ def _parser() -> argparse.ArgumentParser:
 
 # -- run -----------------------------------------------------------------------------
 def _run(args: argparse.Namespace, console: Console) -> int:
+    from loomcheck.fuzz.campaign import open_database, parse_database
     from loomcheck.harness.runner import Run
 
     catalogue = load_catalogue()
     check_spec(args.impl)
+    choice = parse_database(args.database, args.profile)
+    database = open_database(choice)  # a bad URL or an unreachable server stops here, exit 3
+    if database is not None:
+        console.print(f"example database: {escape(choice.describe())}")
     manifest = _load_manifest(args)
     shipped = peer_manifest(args.impl) if args.manifest is None else None
     if shipped is not None:
@@ -143,7 +167,10 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             progress.update(tasks[phase], completed=done, total=total)
 
         run = Run(args.impl, catalogue, profile=args.profile, only=args.only, report_dir=args.report,
-                  seed=args.seed, progress=report_progress, transport=_transport_options(args), manifest=manifest)
+                  seed=args.seed, progress=report_progress, transport=_transport_options(args), manifest=manifest,
+                  explore_depth=args.explore_depth, explore_seconds=args.explore_budget, database=database)
+        if args.seed is None and run.seed is not None:  # drawn for this run: shown now, in case it never ends
+            console.print(f"seed {run.seed} (drawn; --seed {run.seed} draws the same examples)")
         report = run.execute()
     if manifest is not None:
         _apply_manifest(report, manifest, args.report)
@@ -207,6 +234,8 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
         console.print(f"[yellow]{finding.kind}[/]: {escape(finding.message)}")
         if finding.counterexample:
             console.print(f"    counterexample: {escape(finding.counterexample)}")
+    _print_exploration(report, console)
+    _print_coverage(report, console)
     for corpus in report.corpora:
         categories = ", ".join(f"{name} {count}" for name, count in corpus.perCategory.items())
         shown = f", {corpus.demonstrations} demonstrated" if corpus.demonstrations else ""
@@ -219,6 +248,37 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
                   f"in {report.wallSeconds:.1f}s ({report.stateMachineSteps} state-machine steps){state}")
     console.print(f"report: {escape(str(args.report / 'report.json'))}, {escape(str(args.report / 'junit.xml'))}, "
                   f"{escape(str(args.report / 'summary.md'))}, {escape(str(args.report / 'report.html'))}")
+
+
+def _print_coverage(report: Report, console: Console) -> None:
+    """One line per kind of coverage item: how many of the applicable ones some layer reached."""
+    kinds: dict[str, list[int]] = {}
+    for row in report.coverage:
+        if row.applicable:
+            counts = kinds.setdefault(row.kind, [0, 0])
+            counts[0] += bool(row.reachedBy)
+            counts[1] += 1
+    if kinds:
+        parts = [f"{kind}s {reached}/{total}" for kind, (reached, total) in kinds.items()]
+        layers = sorted({layer for row in report.coverage for layer in row.reachedBy})
+        console.print(f"coverage: {', '.join(parts)} reached (by {', '.join(layers)}; summary.md has the table)")
+
+
+def _print_exploration(report: Report, console: Console) -> None:
+    """The explorer's numbers, one row per scenario: how deep every history was checked."""
+    if not report.exploration:
+        return
+    table = Table(title="bounded exhaustive exploration", header_style="bold", title_justify="left")
+    for name, justify in (("scenario", "left"), ("depth", "right"), ("status", "left"), ("transitions", "right"),
+                          ("distinct", "right"), ("replayed", "right"), ("seconds", "right"), ("per s", "right")):
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for row in report.exploration:
+        status = {"exhausted": "[green]exhausted[/] (every length)", "bounded": "[green]complete[/]",
+                  "unknown": "[yellow]unknown beyond[/]", "failed": "[red]failed[/]"}[row.status]
+        rate = f"{row.transitions / row.seconds:.0f}" if row.seconds else "-"
+        table.add_row(row.scenario, f"{row.depthComplete}/{row.depthTarget}", status, str(row.transitions),
+                      str(row.distinctStates), str(row.replayedOperations), f"{row.seconds:.1f}", rate)
+    console.print(table)
 
 
 def _transport_arguments(command: argparse.ArgumentParser) -> None:
@@ -321,6 +381,22 @@ def _short(value: object) -> str:
     from loomcheck.properties.jsonvalues import show
 
     return show(value, 100)
+
+
+# -- promote -------------------------------------------------------------------------
+def _promote(args: argparse.Namespace, console: Console) -> int:
+    """The database is a cache; the committed logs are the record (issue 9, fuzz/promotion.py)."""
+    from loomcheck.fuzz.promotion import promote
+
+    if not args.sources:
+        raise ValueError("promote takes report folders or counterexample files")
+    for done in promote(args.sources, to=args.to, name=args.name):
+        if done.action == "duplicate":
+            console.print(f"skipped {escape(str(done.source))}: the same operations as {escape(str(done.target))}",
+                          soft_wrap=True)
+        else:
+            console.print(f"promoted {escape(str(done.source))} -> {escape(str(done.target))}", soft_wrap=True)
+    return 0
 
 
 # -- catalogue -----------------------------------------------------------------------

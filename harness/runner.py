@@ -36,15 +36,20 @@ from loomcheck.harness.script import (
 from loomcheck.spec.programs import program_features
 from loomcheck.harness.session import ImplementationFailed, RunAborted, Session, hello_of
 from loomcheck.properties.bound import run_bound_answers
+from loomcheck.properties.emitwitnesses import run_emit_witnesses
 from loomcheck.properties.crashes import run_sigkill
 from loomcheck.properties.keysafety import CorpusResult, run_hostile_names
 from loomcheck.properties.tampering import run_tampering
 from loomcheck.properties.legacy import run_legacy_override, run_legacy_warnings, run_warm_scan
 from loomcheck.properties.legacylogs import run_legacy_logs
+from loomcheck.explore.alphabet import scenarios
+from loomcheck.harness.coverage import Coverage, gap_findings
+from loomcheck.explore.explorer import Exploration, explore
 from loomcheck.properties.machine import PROFILES, InvariantViolated, run_stateful
-from loomcheck.properties.registry import all_predicates
+from loomcheck.fuzz.campaign import ExampleDatabase, run_seed, scoped
+from loomcheck.properties.registry import Violation, all_predicates
 from loomcheck.reports.manifest import Manifest, effective_features
-from loomcheck.reports.model import CorpusRecord, Finding, Implementation, InvariantRecord, Report
+from loomcheck.reports.model import CorpusRecord, CoverageRow, ExplorationRecord, Finding, Implementation, InvariantRecord, Report
 from loomcheck.reports.writers import write_json, write_junit
 from loomcheck.spec.catalogue import Catalogue, Invariant
 from loomcheck.spec.regressions import Found, RegressionLog, committed_regressions, dump_regression
@@ -60,6 +65,7 @@ CORPORA: tuple[tuple[str, str, Callable[[Session, tuple[str, ...]], CorpusResult
     ("corpus:legacy-override", "legacy override", run_legacy_override),
     ("corpus:legacy-warnings", "legacy warnings", run_legacy_warnings),
     ("corpus:warm-scan", "warm scan", run_warm_scan),
+    ("corpus:emit-witnesses", "emit witnesses", run_emit_witnesses),  # z3's boundary values (symbolic/guards.py)
 )
 
 
@@ -146,23 +152,29 @@ class Run:
     def __init__(self, impl: str, catalogue: Catalogue, *, profile: str = "ci", only: list[str] | None = None,
                  report_dir: Path = Path("loomcheck-report"), seed: int | None = None,
                  progress: Progress | None = None, transport: TransportOptions | None = None,
-                 manifest: Manifest | None = None) -> None:
+                 manifest: Manifest | None = None, explore_depth: int | None = None,
+                 explore_seconds: float | None = None, database: ExampleDatabase | None = None) -> None:
         if profile not in PROFILES:
             raise ValueError(f"--profile {profile!r}: choose one of {', '.join(PROFILES)}")
         self.impl = impl
         self.catalogue = catalogue
         self.selected = select(catalogue, only)
         self.budget = PROFILES[profile]
-        self.seed = seed
+        self.explore_depth = self.budget.explore_depth if explore_depth is None else explore_depth
+        self.explore_seconds = self.budget.explore_seconds if explore_seconds is None else explore_seconds
+        self.seed = run_seed(seed, self.budget.derandomize)  # issue 9: a randomised run records the seed it drew
+        self.database = database  # a Hypothesis example database (fuzz/campaign.py); None keeps ci reproducible
         self.report_dir = report_dir
         self.transport = transport or TransportOptions()
         self.manifest = manifest
         self._on_progress = progress or (lambda phase, done, total: None)
         self._last_write = time.monotonic()
         self.tallies: dict[str, Tally] = {inv.id: Tally() for inv in self.selected}
+        self.coverage = Coverage()
+        self.layer = "stateful"  # the coverage layer the steps being applied belong to
         self.na: dict[str, str] = {}
         self.report = Report(suiteVersion=__version__, implementation=Implementation(spec=impl), profile=profile,
-                             seed=seed, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+                             seed=self.seed, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
         self.driver: Driver | None = None
 
     # -- the run ---------------------------------------------------------------------
@@ -181,9 +193,11 @@ class Run:
             session = self._connect()
             if session is not None:
                 self._phase("stateful", lambda: self._stateful(session))
+                self._phase("explorer", lambda: self._explore(session))
                 self._phase("regressions", lambda: self._regressions(session))
                 self._phase("corpus", lambda: self._corpus(session))
                 self.report.complete = True
+                self._coverage_gaps()
         except RunAborted as aborted:
             self.report.stopped = aborted.detail
             kind = "suite-error" if aborted.reason == "suite" else "implementation-error"
@@ -239,9 +253,27 @@ class Run:
                 self.na[inv.id] = why
         self._records()
         self._write(final=False)  # a report exists from here on, however the run ends
-        return Session(self.driver, frozenset(features), deadline=self.transport.deadline)
+        return self._observed(Session(self.driver, frozenset(features), deadline=self.transport.deadline))
+
+    def _observed(self, session: Session) -> Session:
+        """Every step the session records is credited to the layer of the phase applying it."""
+        session.observers.append(lambda step, trace: self.coverage.observe(step, trace, self.layer))
+        return session
+
+    def _coverage_gaps(self) -> None:
+        """A whole catalogue's run must reach every applicable refusal reason, scanner verdict,
+        recording-table row and emit-guard rule; one it does not is the suite's failure (issue 9).
+        A run of some invariants (--only), or one whose manifest sets invariants aside, reports
+        its coverage without judging it: its checks were chosen to leave things out."""
+        set_aside = any(why.startswith("the manifest:") for why in self.na.values())
+        if len(self.selected) < len(self.catalogue.invariants) or set_aside:
+            return
+        self.report.findings.extend(gap_findings(self.coverage.gaps(self.hello.features)))
+        for error in self.coverage.errors[:3]:
+            self._finding("suite-error", f"coverage: {error}", reason="coverage-error")
 
     def _phase(self, name: str, body: Callable[[], None]) -> None:
+        self.layer = {"stateful": "stateful", "explorer": "explorer", "regressions": "regressions"}.get(name, "corpus")
         try:
             body()
         except ImplementationFailed as failed:
@@ -264,7 +296,8 @@ class Run:
         known = all_predicates()
         ids = [inv.id for inv in invariants if inv.id in known]
         result = run_stateful(session, ids, self.budget, self.seed,
-                              on_example=lambda n: self.progress("state machine", min(n, total), total))
+                              on_example=lambda n: self.progress("state machine", min(n, total), total),
+                              database=scoped(self.database, self.hello.name))
         self.report.stateMachineSteps += result.steps
         for invariant_id, count in result.examples.items():
             self.tallies[invariant_id].examples += count
@@ -278,6 +311,57 @@ class Run:
                 if invariant_id not in result.failures:
                     self.tallies[invariant_id].errors.append(f"the implementation failed during the state machine: {error.failure}")
         self.progress("state machine", total, total)
+
+    def _explore(self, session: Session) -> None:
+        """Every history of each scenario's operations up to the profile's depth (explore/), judged
+        by every invariant the state machine did not already fail. Each scenario gets an equal share
+        of what is left of the budget; one that does not finish is reported unknown, never passed."""
+        known = all_predicates()
+        ids = [inv.id for inv in self._active("explorer") if inv.id in known and self.tallies[inv.id].failure is None]
+        found = scenarios(frozenset(self.hello.features))
+        if not ids or not found or self.explore_depth < 1:
+            return
+        if any(f.reason for f in self.report.findings if f.kind == "implementation-error"):
+            return  # its process already hung, died or lied: every restore would spend a restart
+        stop = time.monotonic() + self.explore_seconds
+        for done, scenario in enumerate(found):
+            self.progress("explorer", done, len(found))
+            share = (stop - time.monotonic()) / (len(found) - done)
+            result = explore(session, scenario, ids, self.explore_depth, time.monotonic() + max(share, 0.0))
+            self._explored(session, scenario.purpose, ids, result)
+            if result.transport_fault is not None:
+                break
+            ids = [i for i in ids if i not in result.failures]
+            if not ids:
+                break
+        self.progress("explorer", len(found), len(found))
+
+    def _explored(self, session: Session, purpose: str, ids: list[str], result: Exploration) -> None:
+        self.report.exploration.append(ExplorationRecord(
+            scenario=result.scenario, purpose=purpose, depthTarget=result.depth_target,
+            depthComplete=result.depth_complete, status=result.status, transitions=result.transitions,
+            distinctStates=result.distinct, replayedOperations=result.replayed, seconds=result.seconds,
+            invariants=list(ids), failures=sorted(result.failures)))
+        for invariant_id in ids:
+            self.tallies[invariant_id].examples += result.transitions
+        for invariant_id, failure in result.failures.items():
+            if self.tallies[invariant_id].failure is None:
+                violated = InvariantViolated([Violation(invariant_id, failure.message)], failure.operations)
+                self._record_counterexample(session, invariant_id, violated)
+        for message, operations in result.errors:
+            path = self._write_counterexample("implementation-error", operations, None, message)
+            self._finding("implementation-error", f"explorer ({result.scenario}): {message}", path)
+        if result.transport_fault is not None:
+            fault = result.transport_fault
+            self._finding("implementation-error", f"explorer ({result.scenario}): {fault}", reason=fault.reason)
+            for invariant_id in ids:
+                if invariant_id not in result.failures:
+                    self.tallies[invariant_id].errors.append(f"the explorer stopped: {fault}")
+        elif result.status == "unknown":
+            self._finding("incomplete", f"explorer ({result.scenario}): the budget ran out at depth "
+                                        f"{result.depth_complete} of {result.depth_target}; histories longer than "
+                                        f"{result.depth_complete} operations are unknown, not passed "
+                                        f"(--explore-depth, --explore-budget)", reason="explore-budget")
 
     def _record_counterexample(self, session: Session, invariant_id: str, failure: InvariantViolated) -> None:
         tally = self.tallies[invariant_id]
@@ -336,6 +420,7 @@ class Run:
             invariants = self._active(check)
             if invariants:
                 def one(check: str = check, label: str = label, run=run, invariants=invariants) -> None:
+                    self.layer = "symbolic" if check == "corpus:emit-witnesses" else "corpus"  # z3's witnesses
                     self.progress(label, 0, 1)
                     result = run(session, tuple(inv.id for inv in invariants))
                     self._corpus_result(session, check, invariants, result)
@@ -363,7 +448,7 @@ class Run:
         try:
             self.progress("real crashes", 0, 1)
             features = frozenset(effective_features(hello_of(driver).features, self.manifest))
-            process_session = Session(driver, features, deadline=self.transport.deadline)
+            process_session = self._observed(Session(driver, features, deadline=self.transport.deadline))
             result = run_sigkill(process_session, tuple(inv.id for inv in invariants), exhaustive=self.report.profile == "campaign")
             self._corpus_result(process_session, "corpus:sigkill", invariants, result)
             self.progress("real crashes", 1, 1)
@@ -457,6 +542,8 @@ class Run:
             records.append(record)
         self.report.results = records
         self.report.summarise()
+        if hasattr(self, "hello"):
+            self.report.coverage = [CoverageRow(**row.to_json()) for row in self.coverage.summary(self.hello.features)]
 
     def _write(self, final: bool) -> None:
         from loomcheck.reports.writers import write_html, write_markdown

@@ -127,6 +127,8 @@ class Session:
         self.deadline = deadline  # time.monotonic() after which every call stops the run
         self.trace = Trace(features=features)
         self.in_flight: Operation | None = None  # the operation being applied, kept if the implementation fails
+        # Told of every step recorded, whichever check applied it (the coverage report listens here).
+        self.observers: list[Callable[[Step, Trace], None]] = []
 
     def script(self) -> list[Operation]:
         """The operations so far, including one the implementation failed on."""
@@ -175,6 +177,8 @@ class Session:
     def _record(self, step: Step) -> Step:
         self.trace.steps.append(step)
         self.in_flight = None
+        for observe in self.observers:
+            observe(step, self.trace)
         return step
 
     def executions(self) -> list[str]:

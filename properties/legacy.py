@@ -13,7 +13,7 @@ from loomcheck.harness.session import ImplementationFailed, Session, Step
 from loomcheck.properties.keysafety import CorpusResult
 from loomcheck.properties.registry import Violation
 from loomcheck.properties.signing import sign
-from loomcheck.spec.names import WARN_MEMORY
+from loomcheck.spec.names import TIMER_FIRED, WARN_MEMORY
 
 ACTOR, SECRET = "operator", "operator-approver-secret-01"
 HUMAN = "HumanInput"
@@ -109,6 +109,9 @@ def _override_run(session: Session, result: CorpusResult) -> None:
          lambda: _signed(session, "yes", {"stepId": "go1", "count": 0})),
         ("malformed", True, ("invalid-discard", "unauthenticated", "discard-unverified"),
          lambda: {"discardLegacyAnswers": {"stepId": "h", "count": -1}}),
+        # With no authenticator nothing else stands in the way: the shape itself is refused.
+        ("malformed, no authenticator", False, ("invalid-discard", "discard-unverified"),
+         lambda: {"discardLegacyAnswers": {"stepId": "h", "count": -1}}),
     ]
     for label, secure, reasons, options in refusals:
         _loaded(session, STRAY_FIRST, secure)
@@ -118,6 +121,19 @@ def _override_run(session: Session, result: CorpusResult) -> None:
     step = session.apply(Resume("x", HUMAN, "yes", {"discardLegacyAnswers": discard}))
     _case(result, "refused", _refused(step, auth, "an override on a gate the authenticator does not verify",
                                       ("discard-unverified",)), session)
+    if "timers" in session.features:
+        # A timer's wake is the kernel's own resume: an override on one is refused whoever sends it.
+        wake_at = 1_800_000_001_000
+        _loaded(session, [START, *PAIR, ("EXECUTION_SUSPENDED", {"condition": {"on": "go1", "wakeAt": wake_at}})], True)
+        step = session.apply(Resume("x", TIMER_FIRED, {"wakeAt": wake_at}, {"discardLegacyAnswers": discard}))
+        _case(result, "refused", _refused(step, auth, "an override on a timer's wake",
+                                          ("discard-on-kernel-resume", "timer-wake-not-system")), session)
+    # A stray in a finished log is harmless (spec/legacy-logs.md): nothing re-runs it, so an
+    # override there, like any resume, is refused before a scan could matter.
+    _loaded(session, [START, *PAIR, ("EXECUTION_COMPLETED", {"output": None})], True)
+    step = session.apply(Resume("x", HUMAN, "yes", _signed(session, "yes", discard)))
+    _case(result, "refused", _refused(step, auth, "an override on a completed execution",
+                                      ("not-suspended", "terminal")), session)
     _loaded(session, STRAY_FIRST[:-2] + [("STEP_STARTED", {"stepId": "a", "attempt": 1})], True)  # crashed
     step = session.apply(Recover("x"))
     _case(result, "refused", _refused(step, "legacy.ambiguous-refused", "a recovery of an ambiguous log",

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Iterator
 import hypothesis
 import hypothesis.errors
 from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis.database import ExampleDatabase
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -42,6 +43,7 @@ from loomcheck.harness.script import (
     ResumeAs,
     Start,
 )
+from loomcheck.fuzz.campaign import scoped
 from loomcheck.properties.logview import flow_id_of, park_seq as newest_park
 from loomcheck.properties.migration import expected_outcome, folded_input
 from loomcheck.spec.versions import pinned_version
@@ -98,17 +100,19 @@ class Budget:
     max_examples: int
     steps: int
     derandomize: bool
+    explore_depth: int = 8          # the explorer's bound: every history of this many operations (explore/)
+    explore_seconds: float = 120.0  # its time budget; what it does not finish is reported unknown, not passed
 
 
 DERANDOMIZED_SEED = 20260117  # the ci profile's examples: fixed here, not by the source text of the machine
 PROFILES: dict[str, Budget] = {
-    "ci": Budget(max_examples=300, steps=25, derandomize=True),
-    "dev": Budget(max_examples=300, steps=30, derandomize=False),
-    "campaign": Budget(max_examples=5_000, steps=50, derandomize=False),
+    "ci": Budget(max_examples=300, steps=25, derandomize=True, explore_depth=8, explore_seconds=120.0),
+    "dev": Budget(max_examples=300, steps=30, derandomize=False, explore_depth=8, explore_seconds=120.0),
+    "campaign": Budget(max_examples=5_000, steps=50, derandomize=False, explore_depth=14, explore_seconds=600.0),
     # For a peer whose every operation is several round trips to a server (Prefect, about 0.6 s
     # a start or resume; docs/peers.md): derandomised like ci, 10 examples of 8 steps, so a whole
     # catalogue takes a quarter of an hour rather than hours. Not a CI profile.
-    "peers-slow": Budget(max_examples=10, steps=8, derandomize=True),
+    "peers-slow": Budget(max_examples=10, steps=8, derandomize=True, explore_depth=4, explore_seconds=600.0),
 }
 
 
@@ -560,12 +564,17 @@ class StatefulResult:
 
 
 def run_stateful(session: Session, invariant_ids: list[str], budget: Budget, seed: int | None = None,
-                 on_example: Callable[[int], None] | None = None) -> StatefulResult:
+                 on_example: Callable[[int], None] | None = None,
+                 database: ExampleDatabase | None = None) -> StatefulResult:
     """Run the machine over the given invariants; when some fail, run again
     without them, so one failure does not hide another. Every round that does not
     end the loop fails at least one more invariant, so the loop ends with every
     invariant either failed or explored for the whole budget (or with an error):
-    a pass is never a truncated exploration."""
+    a pass is never a truncated exploration.
+
+    `database`: a Hypothesis example database (issue 9, campaigns): each round's failing
+    examples are saved there, scoped to that round's invariants, and replayed first
+    by the next run of the same selection."""
     result = StatefulResult()
     remaining = list(invariant_ids)
     for _ in range(len(remaining) + 1):
@@ -579,7 +588,7 @@ def run_stateful(session: Session, invariant_ids: list[str], budget: Budget, see
         chosen = seed if seed is not None else (DERANDOMIZED_SEED if budget.derandomize else None)
         if chosen is not None:
             machine = hypothesis.seed(chosen)(machine)
-        found = _run_once(machine, budget, False)
+        found = _run_once(machine, budget, False, scoped(database, *sorted(remaining)))
         for invariant_id in remaining:
             result.examples[invariant_id] = result.examples.get(invariant_id, 0) + counters.examples
         result.steps += counters.steps
@@ -631,17 +640,18 @@ def stable_generation() -> Iterator[None]:
         providers._get_local_constants = original
 
 
-def _run_once(machine: type[RuleBasedStateMachine], budget: Budget, derandomize: bool) -> list[BaseException]:
+def _run_once(machine: type[RuleBasedStateMachine], budget: Budget, derandomize: bool,
+              database: ExampleDatabase | None = None) -> list[BaseException]:
     config = settings(
         max_examples=budget.max_examples,
         stateful_step_count=budget.steps,
         derandomize=derandomize,
-        database=None,
+        database=database,  # None but in a campaign: ci's examples never depend on an earlier run
         deadline=None,
         verbosity=Verbosity.quiet,
         report_multiple_bugs=True,
         suppress_health_check=list(HealthCheck),
-        phases=(Phase.explicit, Phase.generate, Phase.shrink),
+        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),  # reuse: the database's examples first
         print_blob=False,
     )
     try:

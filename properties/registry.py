@@ -41,6 +41,7 @@ def predicate(invariant_id: str, on_load: bool = False) -> Callable[[Predicate],
 def all_predicates() -> dict[str, Predicate]:
     for name in _MODULES:
         importlib.import_module(f"loomcheck.properties.{name}")
+    importlib.import_module("loomcheck.explore.refinement")  # the abstract gate model's refinement (explore/)
     return PREDICATES
 
 

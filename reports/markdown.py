@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from loomcheck.reports.model import InvariantRecord, Report
+from loomcheck.reports.model import CoverageRow, InvariantRecord, Report
 
 MESSAGE_LIMIT = 300  # characters of a message in a table cell; report.json has it whole
 FAILING = ("fail", "error")
@@ -18,6 +18,7 @@ _SPECIAL = re.compile(r"([\\`*\[\]|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 def render_markdown(report: Report) -> str:
     lines = [f"## loomcheck: {_text(_implementation(report))}", "", _text(_header(report)), "", _counts(report), ""]
     lines += _attention(report)
+    lines += _coverage(report)
     lines += ["<details>", f"<summary>All {len(report.results)} invariants, corpora and findings</summary>", ""]
     lines += _all_invariants(report)
     lines += _corpora(report)
@@ -103,6 +104,51 @@ def _status(record: InvariantRecord) -> str:
     if record.manifest == "still-failing-differently" and record.expected is not None:
         return f"**{record.status}** (expected {record.expected.status})"
     return f"**{record.status}**" if record.status in FAILING else record.status
+
+
+# -- coverage (issue 9) --------------------------------------------------------------
+COVERAGE_KINDS = {"refusal": "refusal reasons", "verdict": "scanner verdicts and ambiguity shapes",
+                  "recording-row": "ADR 0104 recording-table rows", "emit-rule": "emit-guard rules"}
+
+
+def _coverage(report: Report) -> list[str]:
+    """Per kind, reached / applicable and by which layers; the gaps listed (each is also a
+    suite-error finding); the full table folded away."""
+    if not report.coverage:
+        return []
+    lines = ["### Coverage", "", "| kind | reached | by layer | not applicable |", "| --- | --- | --- | --- |"]
+    for kind, label in COVERAGE_KINDS.items():
+        rows = [r for r in report.coverage if r.kind == kind]
+        if not rows:
+            continue
+        applicable = [r for r in rows if r.applicable]
+        reached = [r for r in applicable if r.reachedBy]
+        layers: dict[str, int] = {}
+        for r in reached:
+            for layer in r.reachedBy:
+                layers[layer] = layers.get(layer, 0) + 1
+        by = ", ".join(f"{layer} {count}" for layer, count in sorted(layers.items(), key=lambda lc: (-lc[1], lc[0])))
+        mark = "" if len(reached) == len(applicable) else " **gap**"
+        lines.append(f"| {label} | {len(reached)}/{len(applicable)}{mark} | {_text(by or 'none')} | "
+                     f"{len(rows) - len(applicable)} |")
+    gaps = [r for r in report.coverage if r.applicable and not r.reachedBy]
+    lines.append("")
+    if gaps:
+        lines += [f"**{len(gaps)} applicable items no layer reached** (a failure of the suite, not of the implementation):", ""]
+        lines += [f"- {_code(r.kind + ':' + r.name)} ({_adr(r)})" for r in gaps]
+    else:
+        lines.append("Every applicable item was reached.")
+    lines += ["", "<details>", f"<summary>Coverage of all {len(report.coverage)} items</summary>", "",
+              "| item | ADR | reached by | note |", "| --- | --- | --- | --- |"]
+    for r in report.coverage:
+        by = ", ".join(r.reachedBy) if r.reachedBy else ("**none**" if r.applicable else "not applicable")
+        note = "" if r.reachedBy else (r.why or "")
+        lines.append(f"| {_code(r.kind + ':' + r.name)} | {_adr(r)} | {by} | {_text(_shorten(note, 160))} |")
+    return lines + ["", "</details>", ""]
+
+
+def _adr(row: CoverageRow) -> str:
+    return _text(f"{row.adr} {row.decision}" if row.adr else row.decision)
 
 
 # -- the folded part -----------------------------------------------------------------

@@ -89,10 +89,30 @@ class CorpusRecord(_Model):
     invariants: list[str] = Field(default=[], description="the invariants the corpus judged")
 
 
+class ExplorationRecord(_Model):
+    """One scenario of the bounded exhaustive explorer (explore/): how far it got."""
+
+    scenario: str
+    purpose: str = ""
+    depthTarget: int
+    depthComplete: int = Field(description="every history of at most this many operations was applied and judged")
+    status: Literal["exhausted", "bounded", "unknown", "failed"] = Field(
+        description="exhausted: no new state at some depth, so histories of every length are covered; bounded: "
+                    "complete to the target depth; unknown: the budget ran out, histories beyond depthComplete "
+                    "were not all checked; failed: every invariant it judged failed, so it stopped")
+    transitions: int = Field(description="operations applied to a distinct state and judged")
+    distinctStates: int
+    replayedOperations: int = Field(description="operations re-executed to restore states (a driver cannot fork)")
+    seconds: float
+    invariants: list[str] = []
+    failures: list[str] = Field(default=[], description="invariants it found violated")
+
+
 class Finding(_Model):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    kind: Literal["implementation-error", "suite-error", "spec-error"]
+    # "incomplete": a check ran out of its budget (the explorer), so what it did not finish is unknown.
+    kind: Literal["implementation-error", "suite-error", "spec-error", "incomplete"]
     message: Text
     counterexample: str | None = None
     # Free text (with a pattern) rather than a Literal: transports add causes, and an
@@ -100,6 +120,20 @@ class Finding(_Model):
     reason: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9-]*$",
                                description="a short machine-readable cause: hang, crash, garbage, wrong-id, oversized, "
                                            "flood, lying-hello, invalid-message, deadline, ...")
+
+
+class CoverageRow(_Model):
+    """One coverage item of the run (issue 9; harness/coverage.py): a refusal reason, a
+    scanner verdict, a row of ADR 0104's recording table or an emit-guard rule, and the
+    layers that reached it. An applicable row no layer reached is also a suite-error Finding."""
+
+    kind: Literal["refusal", "verdict", "recording-row", "emit-rule"]
+    name: str
+    adr: str | None = None
+    decision: str
+    reachedBy: list[str] = Field(default=[], description="layers, e.g. stateful, explorer, symbolic, regressions, corpus")
+    applicable: bool = Field(default=True, description="the implementation declares every feature the item needs")
+    why: str | None = Field(default=None, description="why it is not applicable, or how it is reached when it was not")
 
 
 class Summary(_Model):
@@ -126,8 +160,10 @@ class Report(_Model):
     summary: Summary = Summary()
     results: list[InvariantRecord] = []
     corpora: list[CorpusRecord] = []
+    exploration: list[ExplorationRecord] = Field(default=[], description="the bounded exhaustive explorer, per scenario")
     findings: list[Finding] = []
     unexpectedPasses: list[str] = Field(default=[], description="invariants the manifest expects to fail that passed")
+    coverage: list[CoverageRow] = Field(default=[], description="what the run reached (issue 9); empty in older reports")
 
     def summarise(self) -> None:
         counts = {"pass": 0, "fail": 0, "not-applicable": 0, "error": 0, "hazard": 0, "residual": 0,

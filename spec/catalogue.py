@@ -30,12 +30,19 @@ FEATURES = ("fold", "load-log", "recover", "resume-as", "restart", "effect-ledge
             "security", "code-versions", "state-migration", "legacy-scan", "retention", "durable", "kill-points")
 
 # How an invariant is exercised. "stateful": the Hypothesis state machine
-# evaluates its predicate after every operation; "regressions": every committed
+# evaluates its predicate after every operation; "explorer": the bounded exhaustive
+# explorer (explore/) evaluates it on every history of its scenarios up to a depth;
+# "regressions": every committed
 # regression log that names it is replayed; "corpus:<name>": a fixed corpus run
 # through the driver; "vectors:<name>": published test vectors in spec/vectors/
 # that loomcheck's own tests run (for the parts of a kernel no driver call reaches).
-CHECK_KINDS = ("stateful", "regressions", "corpus:hostile-names", "corpus:tampering", "corpus:bound-answers",
+CHECK_KINDS = ("stateful", "explorer", "regressions", "corpus:hostile-names", "corpus:tampering", "corpus:bound-answers",
                "corpus:legacy-logs", "corpus:legacy-override", "corpus:legacy-warnings", "corpus:warm-scan", "corpus:sigkill",
+               "corpus:emit-witnesses",
+               # Symbolic checks of the spec and the reference's pure functions, run by loomcheck's own
+               # tests (CI): z3 proofs (symbolic/guards.py, symbolic/gates.py) and CrossHair searches.
+               "z3:emit-guard", "z3:gate-induction",
+               "crosshair:scanner-cut", "crosshair:oracle", "crosshair:fold-snapshot", "crosshair:canonical",
                "vectors:view-digest", "vectors:signatures", "vectors:resume-schemas", "vectors:stray-scan")
 
 InvariantKind = Literal["invariant", "differential", "documented-hazard", "documented-residual"]

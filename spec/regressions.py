@@ -5,7 +5,7 @@ replays); counterexamples the suite finds are written in the same format.
 
     {"format": "loomcheck-regression/1", "name": ..., "description": ...,
      "adr": "0057", "invariants": ["gate.i-receives-entry-i", ...],
-     "origin": "adr" | "counterexample",
+     "origin": "adr" | "counterexample" | "promoted",
      "operations": [{"op": "define", ...}, {"op": "start", ...}, ...],
      "expect": {"outcomes": ["ok", "refused:gate-mismatch", ...],
                 "logs": {"x1": [{"seq": 1, "type": ..., "payload": ...}, ...]}},
@@ -170,7 +170,8 @@ class RegressionLog(_Model):
     description: str
     adr: str = Field(pattern=r"^\d{4}$")
     invariants: list[str] = Field(min_length=1)
-    origin: Literal["adr", "counterexample"]
+    # "promoted": a counterexample a person copied into a committed corpus with `loomcheck promote` (issue 9).
+    origin: Literal["adr", "counterexample", "promoted"]
     operations: list[OperationModel] = Field(min_length=1)
     expect: Expectation | None = None
     found: Found | None = None

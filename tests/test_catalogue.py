@@ -384,3 +384,43 @@ def test_every_quote_is_verbatim_from_its_adr() -> None:
     for invariant in load_catalogue().invariants:
         if invariant.quote:
             assert " ".join(invariant.quote.split()) in texts[invariant.adr], (invariant.id, invariant.quote)
+
+
+# Check kinds loomcheck's own tests run (not `loomcheck run`): each names the test file
+# that runs it, so a catalogue entry never cites a check that does not exist.
+OFFLINE_CHECKS = {
+    "vectors:view-digest": "test_canonical.py",
+    "vectors:signatures": "test_approvals.py",
+    "vectors:resume-schemas": "test_kit_resume_schemas.py",
+    "z3:emit-guard": "test_symbolic_guards.py",
+    "z3:gate-induction": "test_symbolic_gates.py",
+    "crosshair:scanner-cut": "test_symbolic_contracts.py",
+    "crosshair:oracle": "test_symbolic_contracts.py",
+    "crosshair:fold-snapshot": "test_symbolic_contracts.py",
+    "crosshair:canonical": "test_symbolic_contracts.py",
+}
+
+
+def test_every_check_an_invariant_names_is_run_somewhere() -> None:
+    from loomcheck.harness.runner import CORPORA
+
+    run_by_the_runner = {"stateful", "explorer", "regressions", "corpus:sigkill"} | {kind for kind, _, _ in CORPORA}
+    tests = Path(__file__).parent
+    for invariant in load_catalogue().invariants:
+        for check in invariant.checks:
+            if check in run_by_the_runner:
+                continue
+            assert check in OFFLINE_CHECKS, f"{invariant.id} names {check}, which neither the runner nor a test runs"
+            assert (tests / OFFLINE_CHECKS[check]).is_file(), (check, OFFLINE_CHECKS[check])
+
+
+def test_the_symbolic_checks_and_the_catalogue_name_each_other() -> None:
+    """A CrossHair check backs exactly the entries that cite it (symbolic/contracts.py CHECKS)."""
+    from loomcheck.symbolic.contracts import CHECKS
+
+    catalogue = load_catalogue()
+    for check in CHECKS:
+        citing = {inv.id for inv in catalogue.invariants if f"crosshair:{check.name}" in inv.checks}
+        assert citing == set(check.backs), (check.name, citing, check.backs)
+    cited = {c for inv in catalogue.invariants for c in inv.checks if c.startswith("crosshair:")}
+    assert cited == {f"crosshair:{check.name}" for check in CHECKS}

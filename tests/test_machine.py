@@ -98,7 +98,7 @@ def test_every_failing_invariant_is_found_however_many_fail(monkeypatch: pytest.
         rounds.append(list(invariant_ids))
         return list(invariant_ids)
 
-    def fake_run(remaining: list[str], budget: object, derandomize: bool) -> list[BaseException]:
+    def fake_run(remaining: list[str], budget: object, derandomize: bool, database: object = None) -> list[BaseException]:
         failing = [i for i in remaining if i != "inv.6"]  # every invariant but one fails, one per round
         return [machine.InvariantViolated([Violation(failing[0], "broken")], [])] if failing else []
 

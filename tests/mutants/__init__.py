@@ -25,7 +25,8 @@ CATCHES: dict[str, tuple[str, ...]] = {
     "getattr_handlers": ("fold.key-safety",),
     "raw_input": ("start.input-validated",),
     # ADR 0104
-    "recovery_resumes": ("recovery.records-no-answer", "answer.one-suspend-point", "answer.addressed-while-parked"),
+    "recovery_resumes": ("recovery.records-no-answer", "answer.one-suspend-point", "answer.addressed-while-parked",
+                         "model.refines-gate-discipline"),
     "verdict_as_entry": ("indoubt.verdict-is-a-decision", "answer.one-suspend-point", "hazard.downgrade"),
     "human_reparks": ("human.completes-with-answer",),
     "human_replay_keeps_entry": ("answer.addressed-while-parked", "gate.i-receives-entry-i"),
