@@ -47,6 +47,7 @@ from loomcheck.explore.abstract import (
     initial,
     step as model_step,
 )
+from loomcheck.harness.coverage import plain_json
 from loomcheck.harness.script import Recover as RecoverOp
 from loomcheck.harness.script import Resume as ResumeOp
 from loomcheck.harness.script import Start as StartOp
@@ -124,18 +125,9 @@ def covered(step: Step, trace: Trace) -> bool:
         return False  # K11 code-mismatch is not modelled
     if isinstance(op, StartOp) and op.flow not in trace.flows:
         return False  # an unknown flow and a duplicate id may both apply; which is checked first is not specified
-    if not _storable(op.input if isinstance(op, StartOp) else getattr(op, "payload", None)):
+    if not plain_json(op.input if isinstance(op, StartOp) else getattr(op, "payload", None)):
         return False  # invalid-input and invalid-payload are not the model's: it abstracts values away
     return model_of(step, trace) is not None
-
-
-def _storable(value: Any) -> bool:
-    """JSON text a UTF-8 store can hold (no lone surrogate), as the refusals' 'storable' means."""
-    try:
-        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    except (TypeError, ValueError, UnicodeEncodeError):
-        return False
-    return True
 
 
 def value_of(payload: Any) -> Hashable:
