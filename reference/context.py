@@ -101,7 +101,8 @@ class FlowContext:
         self.execution_id = execution_id
         self._consumed = 0
         self.discarded: set[str] = set()  # human steps whose override this run has applied
-        self._facts = {fact_key(e.type, e.payload) for e in events}
+        self._events = events
+        self._fact_keys: set[str] | None = None
         self.decisions: dict[str, JSON] = dict(state.variables.get("_decisions") or {})
         self.passed: list[Passed] = []
         self.observed = 0
@@ -109,6 +110,15 @@ class FlowContext:
         self.now = 0  # the runtime's clock (ms) when this run began: timed parks wake at now + timeout
         # ADR 0056 D2: the runner is handed the FOLDED _input, which a migration may have replaced.
         self.input: JSON = copy.deepcopy(state.variables.get("_input"))
+
+    @property
+    def _facts(self) -> set[str]:
+        """The facts the log holds, keyed for emit's dedupe. Built on the first emit only:
+        a key is canonical JSON of the payload, the dearest thing a run would otherwise
+        compute for every event of a long log (bench/scanner.py, the whole resume)."""
+        if self._fact_keys is None:
+            self._fact_keys = {fact_key(e.type, e.payload) for e in self._events}
+        return self._fact_keys
 
     # -- answers ---------------------------------------------------------------
     def answers(self) -> list[JSON]:

@@ -14,13 +14,12 @@ else may carry any JSON, and the fold must not crash on it.
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
-from loomcheck.reference.events import JSON, Event
+from loomcheck.reference.events import JSON, Event, copy_json
 
 from loomcheck.spec.names import IN_DOUBT_GATE
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -44,17 +43,17 @@ class State:
             "status": self.status,
             "flowId": self.flow_id,
             "codeVersion": self.version,
-            "suspendedOn": copy.deepcopy(self.suspended_on),
-            "variables": copy.deepcopy(self.variables),
-            "steps": copy.deepcopy(self.steps),
-            "output": copy.deepcopy(self.output),
-            "error": copy.deepcopy(self.error),
+            "suspendedOn": copy_json(self.suspended_on),
+            "variables": copy_json(self.variables),
+            "steps": copy_json(self.steps),
+            "output": copy_json(self.output),
+            "error": copy_json(self.error),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, JSON]) -> "State":
         """A state from a snapshot; missing keys take their empty values."""
-        data = copy.deepcopy(dict(data))
+        data = copy_json(dict(data))
         suspended_on = data.get("suspendedOn")
         return cls(
             sequence=int(data.get("sequence") or 0),
@@ -90,13 +89,13 @@ def _started(state: State, payload: JSON) -> None:
     state.flow_id = flow_id if isinstance(flow_id, str) else None
     version = _field(payload, "version")
     state.version = version if isinstance(version, str) else None
-    state.variables["_input"] = copy.deepcopy(_field(payload, "input"))
+    state.variables["_input"] = copy_json(_field(payload, "input"))
 
 
 def _suspended(state: State, payload: JSON) -> None:
     condition = _field(payload, "condition")
     state.status = "suspended"
-    state.suspended_on = copy.deepcopy(condition) if isinstance(condition, dict) else {}
+    state.suspended_on = copy_json(condition) if isinstance(condition, dict) else {}
 
 
 def answers_no_suspend_point(state: State, payload: JSON) -> bool:
@@ -112,20 +111,20 @@ def _resumed(state: State, payload: JSON) -> None:
     state.suspended_on = None
     if status_only:
         return
-    entry = copy.deepcopy(payload)
+    entry = copy_json(payload)
     # ADR 0057: the ordered list, append-only; the single latest key is kept for compatibility.
     state.variables.setdefault("_resumePayloads", []).append(entry)
-    state.variables["_resumePayload"] = copy.deepcopy(entry)
+    state.variables["_resumePayload"] = copy_json(entry)
 
 
 def _completed(state: State, payload: JSON) -> None:
     state.status = "completed"
-    state.output = copy.deepcopy(_field(payload, "output"))
+    state.output = copy_json(_field(payload, "output"))
 
 
 def _failed(state: State, payload: JSON) -> None:
     state.status = "failed"
-    state.error = copy.deepcopy(_field(payload, "error"))
+    state.error = copy_json(_field(payload, "error"))
 
 
 def _cancelled(state: State, payload: JSON) -> None:
@@ -138,27 +137,36 @@ def _migrated(state: State, payload: JSON) -> None:
         state.flow_id = to_flow  # the execution now runs on the target flow's code
     to_version = _field(payload, "toVersion")
     state.version = to_version if isinstance(to_version, str) else None  # pinned to the target's code (K11)
-    entry: dict[str, JSON] = {"fromFlow": copy.deepcopy(_field(payload, "fromFlow")), "toFlow": copy.deepcopy(to_flow),
-                              "fromVersion": copy.deepcopy(_field(payload, "fromVersion")),
-                              "toVersion": copy.deepcopy(to_version)}
+    entry: dict[str, JSON] = {"fromFlow": copy_json(_field(payload, "fromFlow")), "toFlow": copy_json(to_flow),
+                              "fromVersion": copy_json(_field(payload, "fromVersion")),
+                              "toVersion": copy_json(to_version)}
     if isinstance(payload, dict) and "migratedInput" in payload:
         # ADR 0056 D2: the fold replaces _input; every resume path reads it.
-        state.variables["_input"] = copy.deepcopy(payload["migratedInput"])
+        state.variables["_input"] = copy_json(payload["migratedInput"])
         entry["stateMigrated"] = True
     state.variables.setdefault("_migrations", []).append(entry)
 
 
 def _step_id(payload: JSON) -> str | None:
-    step_id = _field(payload, "stepId")
+    step_id = payload.get("stepId") if isinstance(payload, dict) else None
     return step_id if isinstance(step_id, str) else None
+
+
+def _frame(state: State, step_id: str, empty: dict[str, JSON]) -> dict[str, JSON]:
+    """The step's frame, created as `empty` the first time (not setdefault: that builds
+    the default on every call, and the step handlers are the fold's hottest path)."""
+    frame = state.steps.get(step_id)
+    if frame is None:
+        frame = state.steps[step_id] = empty
+    return frame
 
 
 def _step_started(state: State, payload: JSON) -> None:
     step_id = _step_id(payload)
     if step_id is None:
         return
-    attempt = _field(payload, "attempt")
-    frame = state.steps.setdefault(step_id, {})
+    attempt = payload.get("attempt")
+    frame = _frame(state, step_id, {})
     frame["status"] = "started"
     frame["attempt"] = attempt if isinstance(attempt, int) else int(frame.get("attempt") or 0) + 1
 
@@ -167,18 +175,18 @@ def _step_completed(state: State, payload: JSON) -> None:
     step_id = _step_id(payload)
     if step_id is None:
         return
-    frame = state.steps.setdefault(step_id, {"attempt": 1})
+    frame = _frame(state, step_id, {"attempt": 1})
     frame["status"] = "completed"
-    frame["output"] = copy.deepcopy(_field(payload, "output"))
+    frame["output"] = copy_json(payload.get("output"))
 
 
 def _step_failed(state: State, payload: JSON) -> None:
     step_id = _step_id(payload)
     if step_id is None:
         return
-    frame = state.steps.setdefault(step_id, {"attempt": 1})
+    frame = _frame(state, step_id, {"attempt": 1})
     frame["status"] = "failed"
-    frame["error"] = copy.deepcopy(_field(payload, "error"))
+    frame["error"] = copy_json(payload.get("error"))
 
 
 def _effect_in_doubt(state: State, payload: JSON) -> None:
@@ -186,27 +194,29 @@ def _effect_in_doubt(state: State, payload: JSON) -> None:
     if step_id is None:
         return
     attempt = _field(payload, "attempt")
-    state.steps.setdefault(step_id, {"attempt": 1})["inDoubtAttempt"] = copy.deepcopy(attempt)
+    state.steps.setdefault(step_id, {"attempt": 1})["inDoubtAttempt"] = copy_json(attempt)
 
 
 def _decision(state: State, payload: JSON) -> None:
     decision_id = _field(payload, "decisionId")
     if isinstance(decision_id, str):
-        state.variables.setdefault("_decisions", {})[decision_id] = copy.deepcopy(_field(payload, "choice"))
+        state.variables.setdefault("_decisions", {})[decision_id] = copy_json(_field(payload, "choice"))
 
 
 def _approval(state: State, payload: JSON) -> None:
-    state.variables.setdefault("_approvals", []).append(copy.deepcopy(payload))
+    state.variables.setdefault("_approvals", []).append(copy_json(payload))
 
 
 METER_FIELDS = ("tokens", "costUsd", "ms", "wallMs", "memBytes", "netBytes")
 
 
 def _metered(state: State, payload: JSON) -> None:
+    if not isinstance(payload, dict):
+        return
     resources = state.variables.setdefault("_resources", {})
-    for name in METER_FIELDS:
-        value = _field(payload, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+    for name in METER_FIELDS:  # in this order, so the totals' keys are ordered alike in every kernel's state
+        value = payload.get(name)
+        if type(value) not in (int, float):  # numbers only: bool is not a meter, though Python calls it an int
             continue
         try:
             total = resources.get(name, 0) + value
@@ -221,7 +231,7 @@ def _quota(state: State, payload: JSON) -> None:
 
 
 def _audit(state: State, payload: JSON) -> None:
-    state.variables.setdefault("_audit", []).append(copy.deepcopy(payload))
+    state.variables.setdefault("_audit", []).append(copy_json(payload))
 
 
 # The kernel namespace is exactly these keys (pinned against spec/events.toml).
@@ -261,8 +271,14 @@ def apply(state: State, event: Event, handlers: Mapping[str, Handler] = HANDLERS
 
 
 def fold(events: Iterable[Event], snapshot: State | None = None, handlers: Mapping[str, Handler] = HANDLERS) -> State:
-    """`handlers` is a seam for the project's seeded mutants; kernels use the default."""
-    state = copy.deepcopy(snapshot) if snapshot is not None else State()
+    """`handlers` is a seam for the project's seeded mutants; kernels use the default.
+    `events` may be any iterable (a store's paged stream), so a long log is never held whole."""
+    state = copy_json(snapshot) if snapshot is not None else State()
+    table = dict(handlers)  # a plain dict's lookup is the cheapest; `apply`'s rules, inlined for the hot loop
     for event in events:
-        apply(state, event, handlers)
+        event_type = event.type
+        handler = table.get(event_type) if type(event_type) is str else None
+        if handler is not None:
+            handler(state, event.payload)
+        state.sequence = event.seq
     return state

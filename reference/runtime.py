@@ -40,6 +40,7 @@ the recording above. Recovery runs the code check and the stray scan.
 
 from __future__ import annotations
 
+import itertools
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping
@@ -67,13 +68,13 @@ from loomcheck.reference.errors import (
     StateMigrationError,
 )
 from loomcheck.reference.events import JSON, Event, NotJson, to_plain_json
-from loomcheck.reference.fold import HANDLERS, IN_DOUBT_GATE, TERMINAL, Handler, State, fold
+from loomcheck.reference.fold import HANDLERS, IN_DOUBT_GATE, TERMINAL, Handler, State, apply, fold
 from loomcheck.reference.interpreter import run_program
 from loomcheck.reference.legacy import CachedScan, Discard, ScanCache, Warn, WarnMemory, kinds_of, parse_discard, warning_of
 from loomcheck.reference.scanner import Kinds, NonContiguous, StrayScanner, Verdict as ScanVerdict
 from loomcheck.reference.security import ResumeOptions, Security
 from loomcheck.reference.transforms import apply_transform
-from loomcheck.reference.stores.base import EventStore
+from loomcheck.reference.stores.base import EventStore, stream
 from loomcheck.spec.names import APPROVAL_GRANTED, TIMER_FIRED
 from loomcheck.spec.parsing import Invalid, Parsed, parse
 from loomcheck.spec.programs import FlowProgram
@@ -90,10 +91,12 @@ class Appender:
         self.store = store
         self.execution_id = execution_id
         self.next_seq = next_seq
+        self.written: list[Event] = []  # what this appender wrote, in order
 
     def __call__(self, event_type: str, payload: JSON) -> Event:
         (event,) = self.store.append(self.execution_id, self.next_seq, [(event_type, payload)])
         self.next_seq += 1
+        self.written.append(event)
         return event
 
 
@@ -227,7 +230,7 @@ class Runtime:
         self.record_discard(append, discard, grant)
         append(event_type, answer)
         self.record_answer(append, state, answer)
-        return self.drive(execution_id)
+        return self.drive(execution_id, self.advanced(state, events, append))
 
     def resume_as(self, execution_id: str, target_flow: str, event_type: str, payload: JSON,
                   options: ResumeOptions | None = None) -> Driven:
@@ -266,7 +269,7 @@ class Runtime:
         elif state.status in TERMINAL:
             # Re-opens it, so a later crash is recoverable, without answering a gate.
             append("EXECUTION_RESUMED", None)
-        return self.drive(execution_id)
+        return self.drive(execution_id, self.advanced(state, events, append))
 
     def migrate_state(self, state: State, target_flow: str, transform: JSON) -> JSON:
         """ADR 0056 D1, D3: the transform's outcome on the FOLDED _input (an earlier
@@ -376,14 +379,17 @@ class Runtime:
         return verdict
 
     def full_scan(self, execution_id: str, kinds: Kinds) -> StrayScanner:
-        events = self.store.read(execution_id)
-        snapshot = self.store.get_snapshot(execution_id)
-        first = events[0].seq if events else self.store.next_seq(execution_id)
-        if snapshot is not None and first > 1:
+        """One pass over the retained log, streamed a page at a time (a long log is never held whole)."""
+        events = stream(self.store, execution_id)
+        head = next(events, None)
+        first = head.seq if head is not None else self.store.next_seq(execution_id)
+        snapshot = self.store.get_snapshot(execution_id) if first > 1 else None
+        if snapshot is not None:
             scanner = StrayScanner.from_snapshot(snapshot[1], first - 1)  # the prefix was retained away
         else:
             scanner = StrayScanner(consumed=first - 1)
-        scanner.feed(events, kinds)
+        if head is not None:
+            scanner.feed(itertools.chain((head,), events), kinds)
         return scanner
 
     @contextmanager
@@ -496,11 +502,11 @@ class Runtime:
             append("EXECUTION_RESUMED", answer)  # the payload IS that gate's answer
 
     def recover(self, execution_id: str) -> Driven:
-        state, _ = self._existing(execution_id)
+        state, events = self._existing(execution_id)
         with self.refusal_drops_scan(execution_id):
-            return self._recover(execution_id, state)
+            return self._recover(execution_id, state, events)
 
-    def _recover(self, execution_id: str, state: State) -> Driven:
+    def _recover(self, execution_id: str, state: State, events: list[Event]) -> Driven:
         if state.status == "suspended":
             # ADR 0104 D4: recovery of a parked execution is refused.
             raise ResumeRefusedError("not-suspended", "execution is parked; only a resume naming its gate re-drives it")
@@ -510,8 +516,9 @@ class Runtime:
         self.check_code(state)
         self.scan_legacy(execution_id, state.flow_id, None, None, None)  # recovery included (D2)
         # ADR 0104 D1, crashed: EXECUTION_RECOVERED {} and nothing else; it answers no gate.
-        Appender(self.store, execution_id, state.sequence + 1)(RECOVERED, {})
-        return self.drive(execution_id)
+        append = Appender(self.store, execution_id, state.sequence + 1)
+        append(RECOVERED, {})
+        return self.drive(execution_id, self.advanced(state, events, append))
 
     def recover_abandoned(self) -> list[str]:
         """Re-drive every crashed execution; parked and finished ones are skipped."""
@@ -546,9 +553,10 @@ class Runtime:
         return woken
 
     # -- running ---------------------------------------------------------------
-    def drive(self, execution_id: str) -> Driven:
-        """Run the flow from the top on the folded state until it parks, ends or crashes."""
-        state, events = self.load(execution_id)
+    def drive(self, execution_id: str, loaded: tuple[State, list[Event]] | None = None) -> Driven:
+        """Run the flow from the top on the folded state until it parks, ends or crashes.
+        `loaded` is the state and events the operation already holds, so the log is read once."""
+        state, events = loaded if loaded is not None else self.load(execution_id)
         program = self.flows[state.flow_id or ""]
         append = Appender(self.store, execution_id, state.sequence + 1)
         ctx = self.context_class(state, events, append, self.world, execution_id)
@@ -558,7 +566,7 @@ class Runtime:
         except Park as park:
             append("EXECUTION_SUSPENDED", {"condition": park.condition})
         except WorkerCrashed:
-            return Driven(self.state(execution_id), crashed=True)
+            return Driven(self.advanced(state, events, append)[0], crashed=True)
         except StepFailed as failed:
             append("EXECUTION_FAILED", {"error": {"stepId": failed.step_id, **failed.error}})
         except EmitRefusedError as refused:
@@ -566,7 +574,16 @@ class Runtime:
                                                    "message": refused.message}})
         else:
             append("EXECUTION_COMPLETED", {"output": completed.output})
-        return Driven(self.state(execution_id))
+        return Driven(self.advanced(state, events, append)[0])
+
+    def advanced(self, state: State, events: list[Event], append: Appender) -> tuple[State, list[Event]]:
+        """`state` and `events` moved past what `append` wrote, in place, without reading the
+        log again. Exact: each append was guarded by the sequence right after `state`, so the
+        log is `events` followed by what was written (the fold cut in two, as R1a's scan is)."""
+        for event in append.written:
+            apply(state, event, self.handlers)
+        events.extend(append.written)
+        return state, events
 
     # -- helpers -----------------------------------------------------------------
     def _existing(self, execution_id: str) -> tuple[State, list[Event]]:

@@ -12,7 +12,7 @@ Every store:
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from typing import Any, Iterator, Protocol, Sequence
 
 from loomcheck.reference.events import JSON, Event
 
@@ -73,3 +73,24 @@ class EventStore(Protocol):
 
     def close(self) -> None:
         ...
+
+
+PAGE = 4096  # events per range read when streaming a log
+
+
+def stream(store: EventStore, execution_id: str, after: int = 0, page: int = PAGE) -> Iterator[Event]:
+    """The events after `after` that the store holds, in order, as `read` would return
+    them, but read a page at a time through range reads, so a fold or a scan over a
+    long log never holds more than one page of it (bench/memory.py measures that).
+    Works on any store: it uses only `read`, `next_seq` and `get_snapshot`."""
+    last = store.next_seq(execution_id) - 1
+    while after < last:
+        chunk = store.read(execution_id, after=after, upto=min(after + page, last))
+        if chunk:
+            yield from chunk
+            after = chunk[-1].seq
+            continue
+        snapshot = store.get_snapshot(execution_id)
+        if snapshot is None or snapshot[0] <= after:
+            return  # the log no longer reaches `last` (erased meanwhile)
+        after = snapshot[0]  # retention removed this page's events: the log goes on after the snapshot
