@@ -64,11 +64,23 @@ class Exploration:
 
 
 def state_key(session: Session) -> str:
-    """What the implementation shows, as one hash: every execution's log and state, and the clock."""
+    """What the implementation shows, as one hash: every execution's log and state, and the clock.
+    What the last operation's step read right after it ran is used as is (nothing has run since);
+    every other execution is read again, so a kernel that changed one it was not asked to is seen."""
     parts: list[object] = [session.trace.now]
+    last = session.trace.steps[-1] if session.trace.steps else None
     for execution in sorted(session.executions()):
-        log = [(e["type"], e.get("payload")) for e in session.read_log(execution)]
-        state = session.read_state(execution) if log else None
+        if last is not None and last.execution == execution:
+            raw, state = last.log_after, last.state_after
+        elif last is not None and last.others and execution in last.others:
+            raw, state = last.others[execution][1], None
+        else:
+            raw, state = session.read_log(execution), None
+        log = [(e["type"], e.get("payload")) for e in raw]
+        if not log:
+            state = None
+        elif state is None:
+            state = session.read_state(execution)
         parts.append((execution, log, state))
     text = json.dumps(parts, sort_keys=True, ensure_ascii=True, default=repr)
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()

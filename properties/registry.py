@@ -38,10 +38,16 @@ def predicate(invariant_id: str, on_load: bool = False) -> Callable[[Predicate],
     return register
 
 
+_imported = False
+
+
 def all_predicates() -> dict[str, Predicate]:
-    for name in _MODULES:
-        importlib.import_module(f"loomcheck.properties.{name}")
-    importlib.import_module("loomcheck.explore.refinement")  # the abstract gate model's refinement (explore/)
+    global _imported
+    if not _imported:  # once: check_step asks on every step, and importlib's lookups add up
+        for name in _MODULES:
+            importlib.import_module(f"loomcheck.properties.{name}")
+        importlib.import_module("loomcheck.explore.refinement")  # the abstract gate model's refinement (explore/)
+        _imported = True
     return PREDICATES
 
 
