@@ -1,0 +1,39 @@
+"""The benchmarks run and report (issue 10); their targets are judged by
+`python -m loomcheck.bench`, never here: these machines are shared and noisy."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loomcheck.bench import __main__ as bench
+from loomcheck.bench.common import Figure
+
+
+def test_every_section_reports_figures_in_quick_mode(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    done = subprocess.run([sys.executable, "-m", "loomcheck.bench", "--quick", "--json", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]  # 2 would be a section that broke
+    assert "Traceback" not in done.stdout + done.stderr
+    figures = json.loads(out.read_text())["figures"]
+    assert {f["section"] for f in figures} >= {"fold", "scanner", "stores", "suite", "explorer", "memory"}
+    assert not [f for f in figures if f["value"] == "failed"]
+    judged = [f for f in figures if f["target"] and not f["value"].startswith("skipped")]  # quick skips whole suites
+    assert judged and all(isinstance(f["met"], bool) for f in judged)
+
+
+def test_a_section_that_raises_is_a_failed_figure_not_a_traceback(monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    def broken(quick: bool) -> list[Figure]:
+        raise RuntimeError("the section broke")
+
+    monkeypatch.setattr("loomcheck.bench.fold.measure", broken)
+    monkeypatch.setenv("COLUMNS", "300")  # one line per row, so the reason is found whole
+    assert bench.main(["fold", "--quick"]) == 2
+    printed = capsys.readouterr().out
+    assert "the section broke" in printed and "Traceback" not in printed
