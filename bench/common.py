@@ -56,3 +56,12 @@ def per_second(count: float, seconds: float) -> str:
 
 def mb(size: float) -> str:
     return f"{size / 2**20:,.1f} MB"
+
+
+def show(figures: list[Figure]) -> None:
+    """Plain lines, for running one section's module on its own (`python -m loomcheck.bench` draws the table)."""
+    for figure in figures:
+        verdict = "" if figure.met is None else ("  met" if figure.met else "  NOT MET")
+        target = f"  target {figure.target}" if figure.target else ""
+        print(f"[{figure.section}] {figure.name}: {figure.value}{target}{verdict}"
+              + (f"\n    {figure.detail}" if figure.detail else ""))

@@ -20,7 +20,7 @@ from typing import Callable, Iterator
 
 import orjson
 
-from loomcheck.bench.common import Figure, ratio
+from loomcheck.bench.common import Figure, ratio, show
 from loomcheck.bench.fixtures import jsonl_log
 from loomcheck.reference.events import Event, loads
 from loomcheck.reference.fold import State, fold
@@ -98,5 +98,4 @@ def measure(quick: bool) -> list[Figure]:
 
 
 if __name__ == "__main__":
-    for figure in measure("--quick" in sys.argv):
-        print(figure)
+    show(measure("--quick" in sys.argv))

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from loomcheck.bench.common import Figure, mb
+from loomcheck.bench.common import Figure, mb, show
 from loomcheck.bench.fixtures import sqlite_log
 
 SCAN_TARGET = 0.10  # a streamed scan's peak, as a share of the log held in memory
@@ -106,5 +106,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
         print(json.dumps(child(sys.argv[2], sys.argv[3])))
     else:
-        for figure in measure("--quick" in sys.argv):
-            print(figure)
+        show(measure("--quick" in sys.argv))

@@ -21,7 +21,7 @@ import statistics
 import sys
 import time
 
-from loomcheck.bench.common import Figure, ratio
+from loomcheck.bench.common import Figure, ratio, show
 from loomcheck.bench.fixtures import copy_of, sqlite_log
 from loomcheck.reference.runtime import Runtime
 from loomcheck.reference.stores.sqlite import SqliteEventStore
@@ -118,5 +118,4 @@ def measure(quick: bool) -> list[Figure]:
 
 
 if __name__ == "__main__":
-    for figure in measure("--quick" in sys.argv):
-        print(figure)
+    show(measure("--quick" in sys.argv))

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from loomcheck.bench.common import Figure, best_alternating, per_second, ratio, timed
+from loomcheck.bench.common import Figure, best_alternating, per_second, ratio, timed, show
 from loomcheck.bench.logs import Entry, entries, fill
 from loomcheck.reference.fold import fold
 from loomcheck.reference.runtime import RECOVERED, Runtime
@@ -400,10 +400,7 @@ def main(argv: list[str]) -> None:
     if argv[:1] == ["--child"]:
         child(argv[1], int(argv[2]))
         return
-    for figure in measure(quick="--quick" in argv):
-        met = "" if figure.met is None else ("  met" if figure.met else "  NOT MET")
-        target = f"  target {figure.target}" if figure.target else ""
-        print(f"{figure.name:<62} {figure.value:>12}{target}{met}\n    {figure.detail}")
+    show(measure(quick="--quick" in argv))
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from loomcheck.bench.common import Figure, per_second, ratio
+from loomcheck.bench.common import Figure, per_second, ratio, show
 from loomcheck.bench.transport import per_operation, served
 from loomcheck.explore.alphabet import scenarios
 from loomcheck.explore.explorer import explore
@@ -258,10 +258,7 @@ def measure(quick: bool) -> list[Figure]:
 
 
 def main(argv: list[str]) -> None:
-    for figure in measure(quick="--quick" in argv):
-        met = "" if figure.met is None else ("  met" if figure.met else "  NOT MET")
-        target = f"  target {figure.target}" if figure.target else ""
-        print(f"[{figure.section}] {figure.name:<52} {figure.value:>16}{target}{met}\n    {figure.detail}")
+    show(measure(quick="--quick" in argv))
 
 
 if __name__ == "__main__":
