@@ -222,8 +222,14 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
             console.print(f"[magenta]{record.status}[/] {record.id} (documented, ADR {record.adr} {record.decision}): "
                           f"{escape(record.message or '')}")
         if record.status in ("fail", "error"):
-            console.print(f"[{STYLE[record.status]}]{record.status}[/] {record.id} (ADR {record.adr} {record.decision}): "
-                          f"{escape(record.message or '')}")
+            if record.explanation is not None:
+                first, *rest = record.explanation.text.splitlines()
+                console.print(f"[{STYLE[record.status]}]{record.status}[/] {escape(first)}")
+                for line in rest:
+                    console.print(f"  {escape(line)}")
+            else:
+                console.print(f"[{STYLE[record.status]}]{record.status}[/] {record.id} (ADR {record.adr} "
+                              f"{record.decision}): {escape(record.message or '')}")
             if record.examplesToFailure:
                 console.print(f"    first seen in example {record.examplesToFailure}, then shrunk")
             if record.counterexample:
@@ -365,7 +371,10 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
         if violation.invariant in hazards:
             console.print(f"[magenta]hazard demonstrated[/] {violation.invariant}: {escape(violation.message)}")
         elif violation.invariant in named:
-            console.print(f"[bold red]violated[/] {violation.invariant}: {escape(violation.message)}")
+            first, *rest = result.explain(violation).text().splitlines()
+            console.print(f"[bold red]violated[/] {escape(first)}")
+            for line in rest:
+                console.print(f"  {escape(line)}")
         else:
             console.print(f"[yellow]also violated[/] {violation.invariant} (not named by this log): {escape(violation.message)}")
     for difference in result.differences:

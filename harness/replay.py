@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from loomcheck.harness.script import Operation, from_model
 from loomcheck.harness.session import ImplementationFailed, Session
+from loomcheck.properties.explain import Explanation, explain
 from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.registry import Violation, all_predicates, check_step
 from loomcheck.spec.regressions import Expectation, RegressionLog
@@ -19,10 +20,15 @@ class ReplayResult:
     differences: list[str] = field(default_factory=list)
     outcomes: list[str] = field(default_factory=list)
     logs: dict[str, list[dict]] = field(default_factory=dict)
+    snapshots: dict[str, dict] = field(default_factory=dict)  # imported executions' snapshots, for explanations
     failure: ImplementationFailed | None = None
 
     def violated(self, invariant_id: str) -> list[Violation]:
         return [v for v in self.violations if v.invariant == invariant_id]
+
+    def explain(self, violation: Violation) -> Explanation:
+        """Why `violation` holds, from this run's logs (properties/explain.py)."""
+        return explain(violation, self.logs, self.snapshots)
 
 
 def outcome_label(step) -> str:
@@ -45,6 +51,7 @@ def run_operations(session: Session, operations: list[Operation], invariant_ids:
             result.violations.extend(check_step(step, session.trace, ids))
         for execution in session.executions():
             result.logs[execution] = session.read_log(execution)
+        result.snapshots = dict(session.trace.snapshots)
     except ImplementationFailed as failed:
         result.failure = failed
     return result

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from loomcheck import __version__
 from loomcheck.harness.driver import Driver, Hello
@@ -49,7 +49,8 @@ from loomcheck.properties.machine import PROFILES, InvariantViolated, run_statef
 from loomcheck.fuzz.campaign import ExampleDatabase, run_seed, scoped
 from loomcheck.properties.registry import Violation, all_predicates
 from loomcheck.reports.manifest import Manifest, effective_features
-from loomcheck.reports.model import CorpusRecord, CoverageRow, ExplorationRecord, Finding, Implementation, InvariantRecord, Report
+from loomcheck.reports.model import (CorpusRecord, CoverageRow, ExplanationModel, ExplorationRecord, Finding, Implementation,
+                                     InvariantRecord, Report)
 from loomcheck.reports.writers import write_json, write_junit
 from loomcheck.spec.catalogue import Catalogue, Invariant
 from loomcheck.spec.regressions import Found, RegressionLog, committed_regressions, dump_regression
@@ -84,6 +85,7 @@ class Tally:
     events: int | None = None
     operations: int | None = None
     errors: list[str] = field(default_factory=list)
+    explanation: dict[str, Any] | None = None   # properties/explain.py, for the failure kept
 
 
 def select(catalogue: Catalogue, only: list[str] | None) -> list[Invariant]:
@@ -378,7 +380,9 @@ class Run:
                                                              "it: the implementation is nondeterministic)")
             rerun = run_operations(session, operations, [invariant_id])
         else:
-            tally.failure = rerun.violated(invariant_id)[0].message  # the message of the script kept
+            kept = rerun.violated(invariant_id)[0]
+            tally.failure = kept.message  # the message of the script kept
+            tally.explanation = rerun.explain(kept).to_json()
         tally.counterexample = self._write_counterexample(invariant_id, operations, tally.failure, None)
         tally.operations = len(operations)
         tally.events = sum(len(log) for log in rerun.logs.values())
@@ -409,6 +413,8 @@ class Run:
                     problems += result.differences  # a hazard is demonstrated by its predicate alone
                 if problems and tally.failure is None:
                     tally.failure = f"{log.name}: {problems[0]}"
+                    found = result.violated(invariant_id)
+                    tally.explanation = result.explain(found[0]).to_json() if found else None
                     tally.counterexample = committed_path(label)
                     tally.operations = len(log.operations)
                     tally.events = sum(len(v) for v in result.logs.values())
@@ -475,6 +481,7 @@ class Run:
                     tally.operations = len(result.operations)
                     rerun = run_operations(session, result.operations, [])
                     tally.events = sum(len(log) for log in rerun.logs.values())
+                    tally.explanation = rerun.explain(replace(mine[0], invariant=inv.id)).to_json()
 
     # -- output ------------------------------------------------------------------------
     def _write_counterexample(self, name: str, operations: list[Operation], message: str | None,
@@ -534,6 +541,7 @@ class Run:
                 record.counterexample = tally.counterexample
                 record.counterexampleEvents, record.counterexampleOperations = tally.events, tally.operations
                 record.examplesToFailure = tally.examples_to_failure
+                record.explanation = ExplanationModel.model_validate(tally.explanation) if tally.explanation else None
             elif tally.errors:
                 record.status, record.message = "error", tally.errors[0]
             elif tally.examples == 0:

@@ -13,6 +13,7 @@ from loomcheck.properties.logview import (
     answers_gate,
     without_grant,
     IN_DOUBT,
+    Moment,
     TERMINAL,
     entries_of,
     final_moment,
@@ -21,7 +22,9 @@ from loomcheck.properties.logview import (
     served_answers,
     walk,
 )
+from loomcheck.properties.explain import recording_row, table_row
 from loomcheck.properties.registry import Violation, predicate
+from loomcheck.spec.names import OBSERVED_EVENT
 from loomcheck.spec.vocabulary import kernel_event_types
 
 
@@ -46,19 +49,40 @@ def entries_answer_parks(step: Step, trace: Trace) -> Iterator[Violation]:
         for position, (event, moment, entry) in enumerate(walk(after, trace.snapshots.get(execution))):
             if entry is None or position < first_new:
                 continue
+            if moment.status == "suspended" and moment.parked_on != IN_DOUBT:
+                continue
+            cited, roles = _argument(after, position, entry.index, event, moment)
             if moment.status != "suspended":
                 yield Violation("answer.one-suspend-point",
                                 f"#{event['seq']} EXECUTION_RESUMED {show(event.get('payload'), 40)} became answer entry "
                                 f"{entry.index} while the execution was {moment.status}, parked at no gate: the next gate "
                                 f"will pass with an answer nobody gave it (ADR 0104 D1: a crashed execution records nothing).",
-                                (event["seq"],))
-                return
-            if moment.parked_on == IN_DOUBT:
+                                cited, roles, recording_row(moment))
+            else:
                 yield Violation("answer.one-suspend-point",
                                 f"#{event['seq']} EXECUTION_RESUMED {show(event.get('payload'), 40)} became answer entry "
                                 f"{entry.index} at an in-doubt park: a verdict must be a decision plus EXECUTION_RESUMED(null), "
-                                f"not an entry the next gate consumes (ADR 0104 D1).", (event["seq"],))
-                return
+                                f"not an entry the next gate consumes (ADR 0104 D1).", cited, roles, recording_row(moment))
+            return
+
+
+def _argument(log: list[dict], position: int, index: int, event: dict, moment: Moment) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The events that prove an entry answered no suspend point, and what each is: the event
+    that left the execution where it was, the EXECUTION_RESUMED that made the entry, and the
+    gate that then passed with it, when the log shows one."""
+    cited: list[int] = []
+    roles: list[str] = []
+    if position > 0:
+        cited.append(log[position - 1].get("seq"))
+        roles.append("the last event before the answer")
+    cited.append(event.get("seq"))
+    roles.append(f"it became answer entry {index}, the answer to no suspend point")
+    consumer = next((e for e in log[position + 1:] if e.get("type") == OBSERVED_EVENT and isinstance(e.get("payload"), dict)
+                     and json_equal(e["payload"].get("value"), event.get("payload"))), None)
+    if consumer is not None:
+        cited.append(consumer.get("seq"))
+        roles.append(f"gate {consumer['payload'].get('on')!r} then passed with that entry, an answer nobody gave it")
+    return tuple(cited), tuple(roles)
 
 
 @predicate("answer.addressed-while-parked")
@@ -78,8 +102,16 @@ def gates_get_their_own_answers(step: Step, trace: Trace) -> Iterator[Violation]
         yield Violation("answer.addressed-while-parked",
                         f"{seen.on!r} passed (#{seen.seq}) with {show(seen.value, 40)}, the answer #{entry.seq} recorded "
                         f"while the execution was {where}: no resume addressed {seen.on!r} while it was parked.",
-                        (entry.seq, seen.seq))
+                        (entry.seq, seen.seq),
+                        (f"it recorded answer entry {entry.index} while the execution was {where}",
+                         f"the gate {seen.on!r} passed with that entry"),
+                        f"only a resume naming {seen.on!r} while the execution is parked on it records its answer "
+                        f"({table_row('parked-at-gate')})")
         return
+
+
+RECOVERY_ROW = ("EXECUTION_RECOVERED {} and nothing else: the re-driven flow parks at the first gate it has no "
+                f"answer for ({table_row('crashed')})")
 
 
 @predicate("recovery.records-no-answer")
@@ -94,13 +126,16 @@ def recovery_records_nothing(step: Step, trace: Trace) -> Iterator[Violation]:
         if added[0].get("type") != "EXECUTION_RECOVERED" or added[0].get("payload") != {}:
             yield Violation("recovery.records-no-answer",
                             f"recovering {execution} recorded #{added[0].get('seq')} {added[0].get('type')} "
-                            f"{show(added[0].get('payload'), 30)} first, not EXECUTION_RECOVERED {{}}.", (added[0].get("seq"),))
+                            f"{show(added[0].get('payload'), 30)} first, not EXECUTION_RECOVERED {{}}.", (added[0].get("seq"),),
+                            ("the first event the recovery appended",), RECOVERY_ROW, execution)
         resumed = [e for e in added if e.get("type") == "EXECUTION_RESUMED"]
         if resumed:
             yield Violation("recovery.records-no-answer",
                             f"recovering {execution} recorded #{resumed[0]['seq']} EXECUTION_RESUMED "
                             f"{show(resumed[0].get('payload'), 30)}: a recovery answers no gate (ADR 0104 D1).",
-                            (resumed[0]["seq"],))
+                            (added[0].get("seq"), resumed[0]["seq"]),
+                            ("the recovery's first event", "an answer entry the recovery recorded, for the next gate to pass with"),
+                            RECOVERY_ROW, execution)
         elif len(entries_of(after, snapshot)) != len(entries_of(before, snapshot)):
             yield Violation("recovery.records-no-answer", f"recovering {execution} changed the answer list.")
 

@@ -5,7 +5,7 @@ explanation that cites events by sequence number."""
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from loomcheck.harness.session import Step, Trace
@@ -13,9 +13,15 @@ from loomcheck.harness.session import Step, Trace
 
 @dataclass(frozen=True)
 class Violation:
+    """What a checker found, in its own words (`message` cites events by sequence
+    number), and the material its explanation is built from (properties/explain.py)."""
+
     invariant: str
     message: str
     events: tuple[int, ...] = field(default=())  # the seq numbers that prove it
+    roles: tuple[str, ...] = field(default=())   # what each of `events` is to the argument, in the same order
+    expected: str | None = None                  # what the decision says should have happened instead
+    execution: str | None = None                 # whose log `events` are in (check_step fills in the step's)
 
 
 Predicate = Callable[[Step, Trace], Iterable[Violation]]
@@ -60,5 +66,6 @@ def check_step(step: Step, trace: Trace, invariant_ids: Iterable[str]) -> list[V
     for invariant_id in invariant_ids:
         fn = predicates.get(invariant_id)
         if fn is not None and (not imported or invariant_id in ON_LOAD):
-            found.extend(fn(step, trace))
+            found.extend(v if v.execution or step.execution is None else replace(v, execution=step.execution)
+                         for v in fn(step, trace))
     return found

@@ -14,7 +14,7 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, Template
 
 from loomcheck.reports.markdown import partial_because
-from loomcheck.reports.model import InvariantRecord, Report
+from loomcheck.reports.model import ExplanationModel, InvariantRecord, Report
 from loomcheck.spec.catalogue import Catalogue, load_catalogue
 from loomcheck.spec.files import SPEC_ROOT
 
@@ -52,6 +52,16 @@ class Row:
 
 
 @dataclass(frozen=True)
+class Why:
+    """One failure's explanation (issue 11), under the matrix."""
+
+    id: str
+    column: str
+    anchor: str
+    explanation: ExplanationModel
+
+
+@dataclass(frozen=True)
 class Group:
     heading: str
     rows: list[Row]
@@ -76,7 +86,10 @@ def render_matrix(reports: list[tuple[Path, Report]], html_dir: Path | None = No
         title = adr_titles().get(adr)
         groups.append(Group(heading=f"ADR {adr}" + (f": {title}" if title else ""), rows=rows))
     suites = sorted({report.suiteVersion for _, report in reports})
-    return _template().render(columns=columns, groups=groups, suites=suites,
+    whys = [Why(r.id, column.name, f"why-{index}-{r.id}", r.explanation)
+            for index, (column, (_, report)) in enumerate(zip(columns, reports))
+            for r in report.results if r.explanation is not None]
+    return _template().render(columns=columns, groups=groups, suites=suites, whys=whys,
                               rows=sum(len(g.rows) for g in groups))
 
 
@@ -140,7 +153,7 @@ def _cell(record: InvariantRecord | None, report_path: Path, html_dir: Path) -> 
     if record is None:
         return Cell(label="—", css="missing", title="not in this report")
     label, css = record.status, f"s-{record.status}"
-    notes = [record.message or ""]
+    notes = [record.explanation.text if record.explanation is not None else record.message or ""]
     if record.manifest == "expected-failure":
         label, css = f"{record.status} (expected)", f"{css} expected"
     elif record.manifest == "unexpected-pass":

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from loomcheck.reports.model import CoverageRow, InvariantRecord, Report
+from loomcheck.reports.model import CoverageRow, ExplanationModel, InvariantRecord, Report
 
 MESSAGE_LIMIT = 300  # characters of a message in a table cell; report.json has it whole
 FAILING = ("fail", "error")
@@ -82,6 +82,11 @@ def _attention(report: Report) -> list[str]:
                          f"{_text(_shorten(r.message or '', MESSAGE_LIMIT))} | "
                          f"{_code(r.counterexample) if r.counterexample else ''} |")
         lines.append("")
+        explained = [r for r in failing if r.explanation is not None]
+        if explained:
+            lines += ["### Why they fail", ""]
+            for r in explained:
+                lines += [f"#### {_code(r.id)}", "", _explanation(r.explanation), ""]  # type: ignore[arg-type]
     if report.unexpectedPasses:
         lines += ["### Unexpected passes", "", "The manifest expects these to fail; they passed "
                   "(update the manifest: `loomcheck run --write-manifest FILE`).", ""]
@@ -94,6 +99,19 @@ def _attention(report: Report) -> list[str]:
                  if report.summary.hazards else "")
         lines += [("Nothing failed." if report.complete else "Nothing failed, but the run is PARTIAL.") + shown, ""]
     return lines
+
+
+def _explanation(e: ExplanationModel) -> str:
+    """The explanation as Markdown, the same parts in the same order as the terminal's."""
+    where = f"ADR {e.adr} {_text(e.decision)}"
+    lines = [f"**{where}** ({_code(e.catalogueEntry)}): {_text(e.claim)}", ""]
+    lines += [f"- {_code(f'#{ev.seq} {ev.type} {ev.payload}'.rstrip())}: {_text(ev.role)}; just before it the "
+              f"execution was {_text(ev.before)}." for ev in e.evidence]
+    if e.expected:
+        lines.append(f"- What {where} requires instead: {_text(e.expected)}")
+    if e.rule:
+        lines += ["", f"> {_text(e.rule)}"]
+    return "\n".join(lines)
 
 
 def _status(record: InvariantRecord) -> str:

@@ -53,6 +53,28 @@ class Expected(_Model):
 ManifestVerdict = Literal["expected-failure", "unexpected-pass", "still-failing-differently"]
 
 
+class EvidenceModel(_Model):
+    seq: int
+    execution: Text | None = None
+    type: Text = Field(description="empty when the log does not hold the event")
+    payload: Text
+    role: Text = Field(description="what the event is to the argument")
+    before: Text = Field(description="the execution just before the event, walked from the log")
+
+
+class ExplanationModel(_Model):
+    """Why the counterexample violates the invariant (issue 11; properties/explain.py)."""
+
+    adr: str
+    decision: str
+    claim: Text = Field(description="the checker's own sentences, citing events by sequence number")
+    evidence: list[EvidenceModel] = []
+    expected: Text | None = Field(default=None, description="what the decision requires instead")
+    rule: Text | None = Field(default=None, description="the decision's own words")
+    catalogueEntry: str
+    text: Text = Field(description="the whole explanation as the terminal prints it")
+
+
 class InvariantRecord(_Model):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)  # the runner fills records in as it goes
     id: str
@@ -69,6 +91,7 @@ class InvariantRecord(_Model):
     counterexample: str | None = Field(default=None, description="path of a replayable regression log")
     counterexampleEvents: int | None = None
     counterexampleOperations: int | None = None
+    explanation: ExplanationModel | None = Field(default=None, description="for a failure: why, from the counterexample")
     expected: Expected | None = Field(default=None, description="the manifest's entry for this invariant, if any")
     manifest: ManifestVerdict | None = Field(default=None, description="how the status compares with `expected`")
 

@@ -42,7 +42,7 @@ def write_junit(report: Report, path: Path) -> None:
     suite = TestSuite(f"loomcheck: {report.implementation.name}")
     for record in report.results:
         case = TestCase(record.id, classname=f"adr{record.adr}")
-        detail = record.message or ""
+        detail = record.explanation.text if record.explanation is not None else record.message or ""
         if record.counterexample:
             detail += f"\ncounterexample: {record.counterexample}"
         if record.excused and record.expected is not None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from loomcheck.cli import main
-from loomcheck.reports.model import Report
+from loomcheck.reports.model import InvariantRecord, Report
 from loomcheck.spec.catalogue import load_catalogue
 from mutants import CATCHES
 
@@ -65,6 +65,7 @@ def test_mutant_is_caught_with_a_short_counterexample(mutant: str, invariant: st
         assert record.message and "corpus" in record.message, record
         return
     assert record.counterexample, "a failure must come with a replayable counterexample"
+    check_explanation(mutant, invariant, record)
     assert record.counterexampleOperations is not None and record.counterexampleOperations <= MAX_OPERATIONS
     assert record.counterexampleEvents is not None and record.counterexampleEvents <= MAX_EVENTS
 
@@ -79,6 +80,32 @@ def test_mutant_is_caught_with_a_short_counterexample(mutant: str, invariant: st
     reference = "reference" if kills else "reference:memory"
     assert main(["replay", record.counterexample, "--impl", reference]) == 0, \
         "the reference must pass the counterexample, with every outcome as expected"
+
+
+# The events some mutants' explanations must cite, by type (issue 11): the argument, not just a verdict.
+CITES = {
+    ("recovery_resumes", "answer.one-suspend-point"): {"EXECUTION_RECOVERED", "EXECUTION_RESUMED"},
+    ("recovery_resumes", "recovery.records-no-answer"): {"EXECUTION_RECOVERED", "EXECUTION_RESUMED"},
+    ("single_slot", "gate.i-receives-entry-i"): {"loomcheck.observed"},
+}
+
+
+def check_explanation(mutant: str, invariant: str, record: InvariantRecord) -> None:
+    """Issue 11: the failure is explained by its decision and the counterexample's own events."""
+    entry = load_catalogue().get(invariant)
+    why = record.explanation
+    assert why is not None, f"{mutant} fails {invariant} with no explanation"
+    assert (why.adr, why.decision) == (entry.adr, entry.decision)
+    assert why.text.startswith(f"{invariant} (ADR {entry.adr} {entry.decision}")
+    assert why.catalogueEntry == f"docs/invariants.md#{invariant}"
+    if record.counterexampleEvents:  # some counterexamples append nothing (a configuration refused, a name crashing)
+        assert why.evidence, "an explanation cites at least one event of the counterexample"
+    for cited in why.evidence:
+        assert cited.type, f"#{cited.seq} is not an event of the counterexample's log"
+        assert f"#{cited.seq} {cited.type}" in why.text
+    expected = CITES.get((mutant, invariant))
+    if expected is not None:
+        assert expected <= {e.type for e in why.evidence}, why.text
 
 
 def test_the_single_slot_mutant_through_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
