@@ -104,6 +104,13 @@ def _parser() -> argparse.ArgumentParser:
                      help="maintainers: write this implementation's outcomes and logs into the file as its 'expect'")
     rep.set_defaults(command=_replay)
 
+    repro = commands.add_parser("repro", help="write a standalone reproducer of a counterexample for the implementation's "
+                                              "maintainers: repro.py in process, or the exact stdio exchange and repro.sh")
+    repro.add_argument("file", type=Path)
+    repro.add_argument("--impl", default="reference")
+    repro.add_argument("--out", type=Path, metavar="DIR", help="where to write it (default: FILE's name + '.repro/')")
+    repro.set_defaults(command=_repro)
+
     promote = commands.add_parser("promote", help="copy a run's counterexamples into the committed regression logs")
     promote.add_argument("sources", nargs="*", type=Path, metavar="REPORT_DIR|COUNTEREXAMPLE.json",
                          help="a report folder (its counterexamples/) or counterexample files")
@@ -323,6 +330,23 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
 
 
 # -- replay --------------------------------------------------------------------------
+def _repro(args: argparse.Namespace, console: Console) -> int:
+    from loomcheck.harness.repro import ReproError, write_repro
+
+    log = load_regression(args.file)
+    out = args.out or args.file.with_name(args.file.stem + ".repro")
+    try:
+        written = write_repro(log, args.impl, out)
+    except ReproError as exc:
+        console.print(f"[yellow]cannot write a reproducer[/]: {escape(str(exc))}")
+        return 2
+    for path in written:
+        console.print(f"wrote {escape(str(path))}")
+    run = f"sh {written[0]}" if written[0].suffix == ".sh" else f"python {written[0]}"
+    console.print(f"run it: {escape(run)}  (exit 1 while it reproduces)")
+    return 0
+
+
 def _replay(args: argparse.Namespace, console: Console) -> int:
     from loomcheck.harness.loading import killable, needs_a_process
 

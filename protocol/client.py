@@ -163,6 +163,8 @@ class StdioDriver:
         self.lost: str | None = None   # why the current process holds no state the harness made
         self.deployment = Deployment()
         self.died_in_flight = False  # the last kill(during=...) found the process dead before it answered
+        # When a list: every line sent and received, as (launch, "sent"|"received", line), for `loomcheck repro`.
+        self.transcript: list[tuple[int, str, bytes]] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
     def _ensure(self) -> _Process:
@@ -266,6 +268,8 @@ class StdioDriver:
         if not process.lines.empty():
             stray = process.lines.get_nowait()
             self._fault("flood", f"wrote {_what(stray)} before {label} was sent: nobody asked for it", label)
+        if self.transcript is not None:
+            self.transcript.append((self.launches, "sent", line))
         try:
             process.send(line)
         except (BrokenPipeError, OSError, ValueError):
@@ -288,6 +292,8 @@ class StdioDriver:
             if item.reason == "crash":
                 self._fault("crash", f"died during {label}: {process.exit_status()}{process.stderr_tail()}", label)
             self._fault(item.reason, item.detail, label)  # ImplementationFailed puts the label first
+        if self.transcript is not None:
+            self.transcript.append((self.launches, "received", item))
         response = self._parse(item, label)
         if response.get("id") != ident:
             self._fault("wrong-id", f"answered {label} with id {response.get('id')!r}", label)

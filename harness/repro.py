@@ -1,0 +1,274 @@
+"""Reproducers (issue 11): a counterexample turned into something a kernel's
+maintainers run without loomcheck's harness, that says what the decision expects
+and what their kernel did.
+
+- A Python implementation in process (`python:MODULE:FACTORY`, the reference):
+  `repro.py`, the counterexample's operations as calls on the driver object the
+  implementation plugged in with, which prints each outcome, then the
+  explanation's expectation beside what happened, and exits 1 while the failure
+  reproduces, 0 once it does not.
+- A driver-protocol implementation (`stdio:COMMAND`), and any script that kills
+  the kernel's process: the exact exchange, one JSON Lines file of requests per
+  process the run started (`requests-N.jsonl`; a kill starts the next one on the
+  same store) with the answers loomcheck got (`answers-N.jsonl`), and `repro.sh`,
+  which pipes each file into the command, keeps what comes back
+  (`got-N.jsonl`) and compares.
+
+"Reproduces" is judged from the explanation: every event it cites is in the log
+again, as it was; a failure that cites no event reproduces while the operations'
+outcomes differ from the reference kernel's.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loomcheck.harness.replay import ReplayResult, outcome_label, run_operations
+from loomcheck.harness.script import (AdvanceClock, Configure, Define, Kill, Load, Operation, Recover,
+                                      RecoverAbandoned, Restart, Resume, ResumeAs, Start, from_model)
+from loomcheck.harness.session import Session, hello_of
+from loomcheck.properties.explain import Explanation
+from loomcheck.spec.regressions import RegressionLog
+
+JSON = Any
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What the reproducer is built from: the failure as it happens on the implementation now."""
+
+    explanation: Explanation | None
+    outcomes: list[str]
+    reference_outcomes: list[str]
+    executions: list[str]
+
+
+class ReproError(Exception):
+    """The reproducer cannot be written (the message says why)."""
+
+
+def write_repro(log: RegressionLog, impl: str, out: Path) -> list[Path]:
+    """Run the counterexample on `impl`, then write its reproducer into `out`; the files written."""
+    from loomcheck.harness.loading import killable, needs_a_process, resolve_factory
+
+    operations = [from_model(m) for m in log.operations]
+    stdio = impl.startswith("stdio:") or needs_a_process(operations)
+    driver = killable(impl) if stdio else resolve_factory(impl)()
+    if stdio:
+        driver.transcript = []
+    try:
+        result = run_operations(Session(driver, frozenset(hello_of(driver).features)), operations)
+    finally:
+        driver.close()
+    if result.failure is not None and not stdio:
+        raise ReproError(f"the implementation failed while replaying: {result.failure}")
+    finding = Finding(_explanation(result, log), result.outcomes, _reference_outcomes(operations),
+                      list(result.logs))
+    out.mkdir(parents=True, exist_ok=True)
+    if stdio:
+        return _write_exchange(driver, log, finding, out)
+    path = out / "repro.py"
+    path.write_text(python_script(log, impl, operations, finding), encoding="utf-8")
+    return [path]
+
+
+def _explanation(result: ReplayResult, log: RegressionLog) -> Explanation | None:
+    named = [v for v in result.violations if v.invariant in log.invariants]
+    return result.explain(named[0]) if named else None
+
+
+def _reference_outcomes(operations: list[Operation]) -> list[str]:
+    """What the reference kernel answers to the same operations: the outcomes the decisions expect."""
+    from loomcheck.harness.loading import killable, needs_a_process
+    from loomcheck.reference.driver import ReferenceDriver
+
+    driver = killable("reference") if needs_a_process(operations) else ReferenceDriver(store="memory")
+    try:
+        return run_operations(Session(driver, frozenset(hello_of(driver).features)), operations, []).outcomes
+    finally:
+        driver.close()
+
+
+def evidence_of(finding: Finding) -> list[list[JSON]]:
+    """The cited events as [execution, seq, type], which the script looks for in the logs."""
+    if finding.explanation is None:
+        return []
+    return [[e.execution, e.seq, e.type] for e in finding.explanation.evidence if e.type]
+
+
+# -- Python in process ------------------------------------------------------------------
+def python_script(log: RegressionLog, impl: str, operations: list[Operation], finding: Finding) -> str:
+    why = finding.explanation
+    expected = (why.expected or why.rule or "") if why else ""
+    lines = [
+        '"""Reproduces ' + (f"{why.invariant} ({why.where})" if why else ", ".join(log.invariants)) + f" on {impl}.",
+        "",
+        "Written by `loomcheck repro`; runs without loomcheck's harness. Exit status 1: it still",
+        "reproduces; 0: it no longer does.",
+        "",
+        *(_comment_safe(why.text()).splitlines() if why else []),
+        '"""',
+        "",
+        "import sys",
+        "",
+        *_factory_import(impl),
+        "",
+        "",
+        "def label(outcome):",
+        '    """ok, ok:crashed or refused:<reason>, from an Outcome or its dict form."""',
+        "    get = outcome.get if isinstance(outcome, dict) else lambda name, default=None: getattr(outcome, name, default)",
+        "    if isinstance(outcome, list):",
+        '        return "ok:" + ",".join(outcome)',
+        '    if not get("ok"):',
+        '        return "refused:" + str(get("reason"))',
+        '    return "ok:crashed" if get("crashed") else "ok"',
+        "",
+        "",
+        "driver = make()",
+        "outcomes = []",
+    ]
+    for number, op in enumerate(operations, start=1):
+        lines += [f"# {number}. {_describe(op)}", *_calls(op)]
+    lines += [
+        "",
+        f"EXECUTIONS = {finding.executions!r}",
+        f"EVIDENCE = {evidence_of(finding)!r}  # [execution, seq, type]: the events the explanation cites",
+        f"FOUND = {finding.outcomes!r}  # the outcomes when loomcheck found it",
+        f"EXPECTED = {finding.reference_outcomes!r}  # the reference kernel's outcomes",
+        f"EXPECTATION = {expected!r}",
+        f"CLAIM = {(why.claim if why else '')!r}",
+        "",
+        "logs = {execution: driver.read_log(execution) for execution in EXECUTIONS}",
+        "close = getattr(driver, 'close', None)",
+        "if close is not None:",
+        "    close()",
+        "for execution, log in logs.items():",
+        "    print(f'log {execution}:')",
+        "    for event in log:",
+        "        print(f\"  #{event['seq']} {event['type']} {event.get('payload')!r}\")",
+        "held = {(x, e['seq'], e['type']) for x, log in logs.items() for e in log}",
+        "if EVIDENCE:",
+        "    reproduces = all((x, seq, kind) in held for x, seq, kind in EVIDENCE)",
+        "else:",
+        "    reproduces = outcomes != EXPECTED",
+        "print()",
+        "print('outcomes:         ', outcomes)",
+        "print('the reference:    ', EXPECTED)",
+        "print('expected:', EXPECTATION or 'the outcomes of the reference kernel')",
+        "print('happened:', CLAIM if reproduces else 'no longer: the cited events are gone')",
+        "sys.exit(1 if reproduces else 0)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _factory_import(impl: str) -> list[str]:
+    if impl in ("reference", "reference:sqlite"):
+        return ["from loomcheck.reference.driver import sqlite as make  # the reference kernel, on SQLite"]
+    if impl == "reference:memory":
+        return ["from loomcheck.reference.driver import memory as make  # the reference kernel, in memory"]
+    from loomcheck.harness.loading import peer_target
+
+    target = peer_target(impl)
+    module, _, factory = target[len("python:"):].rpartition(":")
+    if module.endswith(".py"):
+        return ["import importlib.util",
+                f"_spec = importlib.util.spec_from_file_location('kernel', {str(Path(module).resolve())!r})",
+                "_module = importlib.util.module_from_spec(_spec)",
+                "_spec.loader.exec_module(_module)",
+                f"make = _module.{factory}"]
+    return [f"from {module} import {factory} as make"]
+
+
+def _calls(op: Operation) -> list[str]:
+    """One operation as the call the harness makes on a driver (harness/session.py), recording its outcome."""
+    if isinstance(op, Define):
+        call = f"driver.define_flow({op.flow!r}, {op.program!r})"
+    elif isinstance(op, Start):
+        call = f"driver.start({op.execution!r}, {op.flow!r}, {op.input!r})"
+    elif isinstance(op, Resume):
+        options = f", {op.options!r}" if op.options else ""
+        call = f"driver.resume({op.execution!r}, {op.type!r}, {op.payload!r}{options})"
+    elif isinstance(op, ResumeAs):
+        options = f", {op.options!r}" if op.options else ""
+        call = f"driver.resume_as({op.execution!r}, {op.flow!r}, {op.type!r}, {op.payload!r}{options})"
+    elif isinstance(op, Recover):
+        call = f"driver.recover({op.execution!r})"
+    elif isinstance(op, Configure):
+        call = f"driver.configure({op.config!r})"
+    elif isinstance(op, Load):
+        call = f"driver.load({op.execution!r}, {op.events!r}, {op.snapshot!r})"
+    elif isinstance(op, RecoverAbandoned):
+        call = "driver.recover_abandoned()"
+    elif isinstance(op, AdvanceClock):
+        call = f"driver.advance_clock({op.ms!r})"
+    elif isinstance(op, Restart):
+        return ["driver.restart()", "outcomes.append('ok')", "print(outcomes[-1])"]
+    else:
+        raise ReproError(f"{type(op).__name__} cannot run in process: a kill needs the kernel in a process of its own")
+    return [f"outcomes.append(label({call}))", "print(outcomes[-1])"]
+
+
+def _describe(op: Operation) -> str:
+    from loomcheck.harness.script import describe
+
+    return describe(op).replace("\n", " ")
+
+
+def _comment_safe(text: str) -> str:
+    return text.replace('"""', "'''").replace("\\", "\\\\")
+
+
+# -- the driver protocol ------------------------------------------------------------------
+def _write_exchange(driver: Any, log: RegressionLog, finding: Finding, out: Path) -> list[Path]:
+    launches = sorted({launch for launch, _, _ in driver.transcript})
+    written = []
+    for number, launch in enumerate(launches, start=1):
+        for direction, name in (("sent", "requests"), ("received", "answers")):
+            path = out / f"{name}-{number}.jsonl"
+            path.write_bytes(b"".join(line if line.endswith(b"\n") else line + b"\n"
+                                      for at, way, line in driver.transcript if at == launch and way == direction))
+            written.append(path)
+    script = out / "repro.sh"
+    script.write_text(shell_script(driver.command, log, finding, len(launches)), encoding="utf-8")
+    script.chmod(0o755)
+    return [script, *written]
+
+
+def shell_script(command: str, log: RegressionLog, finding: Finding, parts: int) -> str:
+    why = finding.explanation
+    comments = [f"# {line}" for line in (why.text().splitlines() if why else [", ".join(log.invariants)])]
+    expected = (why.expected or why.rule or "") if why else "the reference kernel's answers"
+    return "\n".join([
+        "#!/bin/sh",
+        f"# Reproduces {', '.join(log.invariants)} on: {command}",
+        "# Written by `loomcheck repro`: the exact exchange loomcheck had with the implementation, one",
+        "# requests-N.jsonl per process it started (a kill starts the next one on the same store).",
+        "# Exit status 1: the implementation answers as it did when loomcheck found the failure.",
+        "#",
+        *comments,
+        "set -u",
+        'here=$(cd "$(dirname "$0")" && pwd)',
+        'LOOMCHECK_STORE_DIR=$(mktemp -d); export LOOMCHECK_STORE_DIR',
+        f"for part in $(seq 1 {parts}); do",
+        f'  {command} < "$here/requests-$part.jsonl" > "$here/got-$part.jsonl" 2> "$here/stderr-$part.txt"',
+        "done",
+        'rm -rf "$LOOMCHECK_STORE_DIR"',
+        f"echo {shlex.quote('expected: ' + expected)}",
+        f"echo {shlex.quote('when found: ' + (why.claim if why else 'see answers-N.jsonl'))}",
+        "same=1",
+        f"for part in $(seq 1 {parts}); do",
+        '  cmp -s "$here/answers-$part.jsonl" "$here/got-$part.jsonl" || same=0',
+        "done",
+        'if [ "$same" = 1 ]; then',
+        "  echo 'happened: the same answers again (got-N.jsonl = answers-N.jsonl): it reproduces'",
+        "  exit 1",
+        "fi",
+        "echo 'happened: different answers now (diff answers-N.jsonl got-N.jsonl): it may be fixed'",
+        "exit 0",
+        "",
+    ])
