@@ -4,6 +4,7 @@
                   [--manifest FILE] [--write-manifest FILE] [--strict-manifest]
                   [--database DIR|redis://HOST:PORT/DB|none]
     loomcheck replay FILE [--impl SPEC]
+    loomcheck repro FILE [--impl SPEC] [--out DIR]
     loomcheck promote REPORT_DIR|COUNTEREXAMPLE.json ... [--to DIR] [--name NAME]
     loomcheck catalogue [--json]
     loomcheck fleet --count N --seed S --out DIR

@@ -18,6 +18,9 @@ _NO_FLOW = FlowProgram(body=[])
 DRIVES = (Start, Resume, ResumeAs, Recover)
 
 
+ENTRY_I = "the i-th suspend point a run reaches, in call order, returns entry i of _resumePayloads (ADR 0057)"
+
+
 @predicate("gate.i-receives-entry-i")
 def gate_receives_its_entry(step: Step, trace: Trace) -> Iterator[Violation]:
     snapshot = trace.snapshots.get(step.execution or "")
@@ -34,14 +37,19 @@ def gate_receives_its_entry(step: Step, trace: Trace) -> Iterator[Violation]:
             yield Violation("gate.i-receives-entry-i",
                             f"gate #{seen.gate} ({seen.on!r}) passed with {show(seen.value)} (#{seen.seq}), "
                             f"but only {len(recorded)} answer(s) were recorded before it: it received an answer nobody gave it.",
-                            (seen.seq,))
+                            (seen.seq,), ("the gate's observation of what it passed with",),
+                            f"gate #{seen.gate} parks until a resume records its answer: " + ENTRY_I)
         elif not json_equal(seen.value, recorded[seen.gate].payload):
             entry = recorded[seen.gate]
             origin = f"#{entry.seq} EXECUTION_RESUMED" if entry.seq else "the snapshot"
             yield Violation("gate.i-receives-entry-i",
                             f"gate #{seen.gate} ({seen.on!r}) received {show(seen.value)} (#{seen.seq}), "
                             f"but entry {seen.gate} is {show(entry.payload)} (recorded by {origin}).",
-                            tuple(s for s in (seen.seq, entry.seq) if s))
+                            tuple(s for s in (entry.seq, seen.seq) if s),
+                            tuple(role for role, s in ((f"it recorded entry {seen.gate}, the answer gate #{seen.gate} is owed",
+                                                        entry.seq), ("the gate's observation of what it passed with instead",
+                                                                     seen.seq)) if s),
+                            f"gate #{seen.gate} passes with entry {seen.gate}, {show(entry.payload, 40)}: " + ENTRY_I)
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,11 @@ def misplaced_parks(step: Step, trace: Trace) -> Iterator[MisplacedPark]:
 @predicate("gate.beyond-answers-parks")
 def gate_past_answers_parks(step: Step, trace: Trace) -> Iterator[Violation]:
     for park in misplaced_parks(step, trace):
-        yield Violation("gate.beyond-answers-parks", park.message, (park.seq,))
+        should = (f"with {park.index} answer(s) recorded, the re-run passes the first {park.index} suspend point(s) with "
+                  f"them and parks at #{park.index} {park.expected.on!r}" if park.expected is not None else
+                  "every suspend point has an answer, so the run passes them all and does not park on a gate again")
+        yield Violation("gate.beyond-answers-parks", park.message, (park.seq,), ("the park",),
+                        f"{should}; {ENTRY_I}")
 
 
 @predicate("gate.completes-after-n-answers")
