@@ -21,14 +21,13 @@ outcomes differ from the reference kernel's.
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loomcheck.harness.replay import ReplayResult, outcome_label, run_operations
-from loomcheck.harness.script import (AdvanceClock, Configure, Define, Kill, Load, Operation, Recover,
+from loomcheck.harness.replay import ReplayResult, run_operations
+from loomcheck.harness.script import (AdvanceClock, Configure, Define, Load, Operation, Recover,
                                       RecoverAbandoned, Restart, Resume, ResumeAs, Start, from_model)
 from loomcheck.harness.session import Session, hello_of
 from loomcheck.properties.explain import Explanation

@@ -102,71 +102,7 @@ def test_raw_passes_a_misaddressed_answer_to_langgraph_which_takes_it() -> None:
     d.close()
 
 
-# -- the divergences, in LangGraph's own API (reports/peers/langgraph/ANALYSIS.md) -------------
-def lg_two_gates() -> Any:
-    saver = SqliteSaver(sqlite3.connect(":memory:", check_same_thread=False))
-
-    @entrypoint(checkpointer=saver)
-    def flow(_: Any) -> Any:
-        return [interrupt({"on": "go1"}), interrupt({"on": "go2"})]
-
-    return flow, saver
-
-
-def test_finding_a_reinvoke_after_a_positional_resume_answers_the_next_gate_again() -> None:
-    """ADR 0104 D1 / 0057: invoke(None), LangGraph's way to continue a thread, hands the
-    previous positional answer to the next interrupt: the thread completes with an answer
-    nobody gave the second gate."""
-    flow, _ = lg_two_gates()
-    config = {"configurable": {"thread_id": "t"}}
-    flow.invoke({}, config)
-    flow.invoke(Command(resume="A1"), config)  # parks on go2
-    assert flow.invoke(None, config) == ["A1", "A1"]
-
-
-def test_finding_a_null_positional_resume_with_no_pending_interrupt_raises() -> None:
-    """ADR 0104 D3: null is an ordinary answer. LangGraph raises UnboundLocalError for
-    Command(resume=None) on a thread with no pending interrupt."""
-    flow, _ = lg_two_gates()
-    config = {"configurable": {"thread_id": "t"}}
-    flow.invoke({}, config)
-    first = flow.get_state(config).tasks[0].interrupts[0].id
-    flow.invoke(Command(resume={first: 1}), config)
-    second = flow.get_state(config).tasks[0].interrupts[0].id
-    flow.invoke(Command(resume={second: 2}), config)  # completed
-    with pytest.raises(UnboundLocalError):
-        flow.invoke(Command(resume=None), config)
-
-
-def test_finding_a_completed_threads_records_lose_the_last_answer() -> None:
-    """ADR 0057: the answers fold from the record in order. LangGraph keeps them as the
-    entrypoint task's __resume__ write, which the completing run does not update."""
-    flow, saver = lg_two_gates()
-    config = {"configurable": {"thread_id": "t"}}
-    flow.invoke({}, config)
-    flow.invoke(Command(resume={flow.get_state(config).tasks[0].interrupts[0].id: "A"}), config)
-    flow.invoke(Command(resume={flow.get_state(config).tasks[0].interrupts[0].id: "B"}), config)
-    assert flow.get_state(config).values == ["A", "B"]
-    stored = [value for saved in saver.list(config) for _, channel, value in saved.pending_writes or []
-              if channel == "__resume__"]
-    assert stored == [["A"]]
-
-
-def test_finding_a_lone_surrogate_in_an_interrupt_is_stored_as_a_question_mark() -> None:
-    """ADR 0077's hostile names: the checkpoint's serializer replaces a lone surrogate, so
-    the pending interrupt read back names another gate than the one the flow parked on."""
-    saver = SqliteSaver(sqlite3.connect(":memory:", check_same_thread=False))
-
-    @entrypoint(checkpointer=saver)
-    def flow(_: Any) -> Any:
-        return interrupt({"on": "\ud800"})
-
-    config = {"configurable": {"thread_id": "t"}}
-    returned = flow.invoke({}, config)
-    assert returned["__interrupt__"][0].value == {"on": "\ud800"}
-    assert flow.get_state(config).tasks[0].interrupts[0].value == {"on": "?"}
-
-
+# -- the divergences: reports/peers/langgraph/repro/, run by tests/test_peer_repros.py; here, a sharp edge --
 def test_finding_get_state_after_a_crash_reports_the_answered_interrupt_as_pending() -> None:
     """Why the adapter reads parked-or-crashed from invoke's return: after a run that raised
     past an answered interrupt, get_state lists that interrupt beside the error."""

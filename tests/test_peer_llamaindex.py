@@ -13,9 +13,8 @@ import pytest
 
 pytest.importorskip("workflows")
 
-from workflows import Context, Workflow, step  # noqa: E402
-from workflows.events import (HumanResponseEvent, StartEvent, StopEvent, UnhandledEvent,  # noqa: E402
-                              WorkflowIdleEvent)
+from workflows import Context  # noqa: E402
+from workflows.events import HumanResponseEvent  # noqa: E402
 
 from loomcheck.adapters.llamaindex import GATES_KEY, STEPS_KEY, LlamaIndexDriver, make, waiter_id  # noqa: E402
 from peer_logs import observed, types  # noqa: E402
@@ -108,113 +107,18 @@ def test_unknown_execution_is_the_one_refusal_the_adapter_makes(driver: LlamaInd
     assert (outcome.ok, outcome.reason) == (False, "unknown-execution")
 
 
-# -- the divergences, shown on plain LlamaIndex workflows ------------------------------------
-class _TwoGates(Workflow):
-    runs = 0
+# -- the divergences: reports/peers/llamaindex/repro/, run by tests/test_peer_repros.py; here, a sharp edge -
+def _repro_helpers() -> Any:
+    """The workflow and helpers the committed reproducers use (reports/peers/llamaindex/repro/two_gates.py)."""
+    import importlib.util
+    from pathlib import Path
 
-    @step
-    async def body(self, ctx: Context, ev: StartEvent) -> StopEvent:
-        type(self).runs += 1
-        got = []
-        for index, name in enumerate(self.names):  # type: ignore[attr-defined]
-            answer = await ctx.wait_for_event(HumanResponseEvent, waiter_id=f"gate-{index}",
-                                              requirements={"on": name}, timeout=None)
-            got.append(answer.response)
-        return StopEvent(result=got)
-
-
-def _flow(names: list[str]) -> _TwoGates:
-    workflow = _TwoGates(timeout=None)
-    workflow.names = names  # type: ignore[attr-defined]
-    return workflow
-
-
-async def _quiet(handler: Any) -> str:
-    async for event in handler.stream_events(expose_internal=True):
-        if isinstance(event, UnhandledEvent):
-            return "unhandled"
-        if isinstance(event, WorkflowIdleEvent):
-            return "idle"
-        if isinstance(event, StopEvent):
-            return "stop"
-    return "end"
-
-
-async def _park_resume(workflow: Workflow, saved_context: dict[str, Any],
-                       answer: HumanResponseEvent) -> tuple[str, Any]:
-    restored = Context.from_dict(workflow, json.loads(json.dumps(saved_context)))
-    handler = workflow.run(ctx=restored)
-    await _quiet(handler)
-    await handler.send_event(answer)
-    quiet = await _quiet(handler)
-    if quiet == "stop":
-        return quiet, await handler
-    context = handler.ctx.to_dict()
-    await handler.cancel_run()
-    return quiet, context
-
-
-def test_llamaindex_reruns_the_whole_step_on_restore_and_on_each_answer() -> None:
-    async def scenario() -> int:
-        workflow = _flow(["go1"])
-        _TwoGates.runs = 0
-        handler = workflow.run()
-        await _quiet(handler)
-        context = handler.ctx.to_dict()
-        await handler.cancel_run()
-        quiet, result = await _park_resume(workflow, context, HumanResponseEvent(on="go1", response="a"))
-        assert (quiet, result) == ("stop", ["a"])
-        return _TwoGates.runs
-
-    # first run, the restore's re-ping (requirements are not serialized), the answered run
-    assert asyncio.run(scenario()) == 3
-
-
-def test_after_a_restore_an_answered_gate_takes_any_later_answer() -> None:
-    """The waiter's requirements are not serialized; a resolved waiter is never re-registered,
-    so after from_dict it matches every HumanResponseEvent (ADR 0057, ADR 0104 D1)."""
-    async def scenario() -> Any:
-        workflow = _flow(["go1", "go2"])
-        handler = workflow.run()
-        await _quiet(handler)
-        context = handler.ctx.to_dict()
-        await handler.cancel_run()
-        _, context = await _park_resume(workflow, context, HumanResponseEvent(on="go1", response="a"))
-        assert [w["requirements"] if "requirements" in w else None for w in waiters(context)] == [None, None]
-        quiet, context = await _park_resume(workflow, context, HumanResponseEvent(on="nope", response="b"))
-        assert quiet == "idle"  # not unhandled: the answered gate-0 waiter took it
-        first = next(w for w in waiters(context) if w["waiter_id"] == "gate-0")
-        return json.loads(first["resolved_event"])["value"]["_data"]
-
-    assert asyncio.run(scenario()) == {"on": "nope", "response": "b"}
-
-
-def test_a_later_answer_also_resolves_an_earlier_gate_of_the_same_name() -> None:
-    async def scenario() -> Any:
-        workflow = _flow(["go", "go"])
-        handler = workflow.run()  # no restore at all: one live run
-        await _quiet(handler)
-        await handler.send_event(HumanResponseEvent(on="go", response="a"))
-        await _quiet(handler)
-        await handler.send_event(HumanResponseEvent(on="go", response="b"))
-        return await handler
-
-    assert asyncio.run(scenario()) == ["b", "b"]  # gate 0 was re-resolved with the second answer
-
-
-def test_restoring_a_finished_context_starts_a_new_run_that_takes_the_answer() -> None:
-    async def scenario() -> Any:
-        workflow = _flow(["go1"])
-        handler = workflow.run()
-        await _quiet(handler)
-        await handler.send_event(HumanResponseEvent(on="go1", response="a"))
-        assert await handler == ["a"]
-        finished = handler.ctx.to_dict()
-        assert finished["is_running"] is False
-        quiet, result = await _park_resume(workflow, finished, HumanResponseEvent(on="go1", response="again"))
-        return quiet, result
-
-    assert asyncio.run(scenario()) == ("stop", ["again"])  # ADR 0104 D4: no "not suspended"
+    path = Path(__file__).parents[1] / "reports/peers/llamaindex/repro/two_gates.py"
+    spec = importlib.util.spec_from_file_location("llamaindex_two_gates", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_the_documented_resume_pattern_loses_the_answer_to_the_restore_re_ping() -> None:
@@ -222,15 +126,17 @@ def test_the_documented_resume_pattern_loses_the_answer_to_the_restore_re_ping()
     restore re-runs the step to learn it again, and that re-run re-registers the waiter
     unresolved after the answer resolved it: the run idles with no answer taken. (The adapter
     waits for the restored run to idle first, which is why its resumes reach the gate.)"""
+    helpers = _repro_helpers()
+
     async def scenario() -> list[bool]:
-        workflow = _flow(["go1"])
+        workflow = helpers.gates(["go1"])
         handler = workflow.run()
-        await _quiet(handler)
+        await helpers.quiet(handler)
         context = handler.ctx.to_dict()
         await handler.cancel_run()
         handler = workflow.run(ctx=Context.from_dict(workflow, json.loads(json.dumps(context))))
         handler.ctx.send_event(HumanResponseEvent(on="go1", response="a"))
-        assert await _quiet(handler) == "idle"
+        assert await helpers.quiet(handler) == "idle"
         resolved = [w["resolved_event"] is not None for w in waiters(handler.ctx.to_dict())]
         await handler.cancel_run()
         return resolved
