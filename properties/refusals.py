@@ -9,6 +9,7 @@ from loomcheck.harness.script import Define, Resume
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.logview import BINDING_REFUSALS, IN_DOUBT, answers_gate, code_changed, final_moment, without_grant
+from loomcheck.properties.explain import describe
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.vocabulary import kernel_event_types, refusals
 
@@ -25,6 +26,21 @@ def _appended(step: Step) -> list[int]:
     return [e.get("seq") for e in step.log_after[len(step.log_before):]]
 
 
+def _argument(step: Step, trace: Trace, should: str) -> dict:
+    """The events behind a refusal that did not happen: the execution's last event before the
+    operation, then what the operation appended; and what the decision requires instead."""
+    cited: list[int] = []
+    roles: list[str] = []
+    if step.log_before:
+        cited.append(step.log_before[-1].get("seq"))
+        roles.append(f"the last event before the {step.op.op}, after which the execution was "
+                     f"{describe(_before(step, trace))}")
+    for seq in _appended(step)[:4]:
+        cited.append(seq)
+        roles.append(f"appended by the {step.op.op}, which should have been refused")
+    return {"events": tuple(cited), "roles": tuple(roles), "expected": f"{should}, with nothing appended"}
+
+
 @predicate("refusal.append-nothing")
 def refusal_appends_nothing(step: Step, trace: Trace) -> Iterator[Violation]:
     if step.outcome.ok or isinstance(step.op, Define):
@@ -34,7 +50,9 @@ def refusal_appends_nothing(step: Step, trace: Trace) -> Iterator[Violation]:
         cited = ", ".join(f"#{e.get('seq')} {e.get('type')}" for e in added[:4])
         yield Violation("refusal.append-nothing",
                         f"{step.op.op} was refused ({step.outcome.reason}) but the log changed: {cited or 'events removed'}.",
-                        tuple(e.get("seq") for e in added[:4]))
+                        tuple(e.get("seq") for e in added[:4]),
+                        tuple("appended although the operation was refused" for _ in added[:4]),
+                        "a refusal is data: a typed error with a reason, and the log exactly as it was")
 
 
 @predicate("refusal.typed-reason")
@@ -58,7 +76,8 @@ def kernel_types_are_refused(step: Step, trace: Trace) -> Iterator[Violation]:
     if step.outcome.reason != "kernel-namespace":
         yield Violation("resume.kernel-namespace",
                         f"a caller resumed with the kernel event type {step.op.type!r} and got {step.outcome.short()}, "
-                        f"not refused kernel-namespace.", tuple(_appended(step)))
+                        f"not refused kernel-namespace.",
+                        **_argument(step, trace, f"ResumeRefusedError kernel-namespace: {step.op.type} is the kernel's own event type"))
 
 
 @predicate("resume.not-suspended")
@@ -70,7 +89,9 @@ def unparked_resumes_are_refused(step: Step, trace: Trace) -> Iterator[Violation
         if step.outcome.reason != "not-suspended":
             yield Violation("resume.not-suspended",
                             f"resume {step.op.type!r} arrived while the execution was {before.status} (not parked) "
-                            f"and got {step.outcome.short()}, not refused not-suspended.", tuple(_appended(step)))
+                            f"and got {step.outcome.short()}, not refused not-suspended.",
+                            **_argument(step, trace, f"ResumeRefusedError not-suspended: the execution is {before.status}, "
+                                              f"parked at no gate"))
 
 
 @predicate("resume.gate-mismatch")
@@ -81,7 +102,9 @@ def other_gates_are_refused(step: Step, trace: Trace) -> Iterator[Violation]:
     if before.status == "suspended" and not answers_gate(before, step.op.type) and step.outcome.reason != "gate-mismatch":
         yield Violation("resume.gate-mismatch",
                         f"resume {step.op.type!r} reached an execution parked on {before.parked_on!r} and got "
-                        f"{step.outcome.short()}, not refused gate-mismatch.", tuple(_appended(step)))
+                        f"{step.outcome.short()}, not refused gate-mismatch.",
+                        **_argument(step, trace, f"ResumeRefusedError gate-mismatch: only a resume naming {before.parked_on!r} "
+                                          f"answers it"))
 
 
 @predicate("resume.accepted-records-answer")
