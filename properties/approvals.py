@@ -23,6 +23,7 @@ from loomcheck.properties.logview import (
     timer_wake,
     without_grant,
 )
+from loomcheck.properties.explain import refusal_argument
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.properties.signing import covers, rejection, weak
 from loomcheck.spec.canonical import view_digest
@@ -50,6 +51,11 @@ def _answer(step: Step, trace: Trace) -> Moment | None:
     if not answers_gate(before, op.type) or timer_wake(before, op.type):
         return None
     return before
+
+
+def _park(step: Step, role: str) -> tuple[int | None, str]:
+    """The EXECUTION_SUSPENDED the resume answers, for an explanation (properties/explain.py)."""
+    return park_seq(step.log_before), role
 
 
 def _echoes(before: Moment, payload: Any) -> bool:
@@ -115,7 +121,11 @@ def resumes_echo_the_digest(step: Step, trace: Trace) -> Iterator[Violation]:
         yield Violation("approvals.digest-echoed",
                         f"the gate {step.op.type!r} parked with viewDigest {digest!r}; the resume echoed "
                         f"{show(echoed, 30)} and got {step.outcome.short()}, not refused view-digest-mismatch "
-                        f"before the append (ADR 0117 D1).", tuple(e.get("seq") for e in fresh(step)[:3]))
+                        f"before the append (ADR 0117 D1).",
+                        **refusal_argument(step.op.op, _park(step, "the park whose proposal the approver had to echo"),
+                                           [e.get("seq") for e in fresh(step)],
+                                           "ResumeRefusedError view-digest-mismatch: an answer must echo the viewDigest "
+                                           "of the proposal its gate parked on"))
 
 
 # -- D2: the signed authenticator ----------------------------------------------------
@@ -133,7 +143,10 @@ def approvals_hold_for_one_park(step: Step, trace: Trace) -> Iterator[Violation]
         yield Violation("approvals.signature-bound",
                         f"the approval of {op.type!r} must be rejected ({why}: the proof is checked for execution "
                         f"{op.execution!r}, park #{parked_at}, clock {trace.now}), yet it got {step.outcome.short()}, "
-                        f"not refused unauthenticated.", tuple(e.get("seq") for e in fresh(step)[:3]))
+                        f"not refused unauthenticated.",
+                        **refusal_argument(op.op, _park(step, "the park the approval must be bound to"),
+                                           [e.get("seq") for e in fresh(step)],
+                                           f"ResumeRefusedError unauthenticated: {why}"))
     elif why is None and step.outcome.reason == "unauthenticated":
         yield Violation("approvals.signature-bound",
                         f"the approval of {op.type!r} carries a valid proof by {op.options['proof']['actor']!r} for "

@@ -168,3 +168,18 @@ def recording_row(moment: Moment) -> str:
     if moment.status == "suspended":
         return table_row("parked-in-doubt" if moment.parked_on == IN_DOUBT else "parked-at-gate")
     return table_row("crashed" if moment.status in ("running", "pending") else "terminal")
+
+
+def refusal_argument(op: str, context: tuple[int | None, str] | None, appended: list[int | None],
+                     should: str) -> dict[str, Any]:
+    """Violation fields for an operation that should have been refused: the event that sets the
+    scene (with its role), what the operation appended, and the refusal the decision requires."""
+    cited: list[int | None] = []
+    roles: list[str] = []
+    if context is not None and context[0] is not None:
+        cited.append(context[0])
+        roles.append(context[1])
+    for seq in appended[:4]:
+        cited.append(seq)
+        roles.append(f"appended by the {op}, which should have been refused")
+    return {"events": tuple(cited), "roles": tuple(roles), "expected": f"{should}, with nothing appended"}

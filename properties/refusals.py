@@ -9,7 +9,7 @@ from loomcheck.harness.script import Define, Resume
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.logview import BINDING_REFUSALS, IN_DOUBT, answers_gate, code_changed, final_moment, without_grant
-from loomcheck.properties.explain import describe
+from loomcheck.properties.explain import describe, refusal_argument
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.vocabulary import kernel_event_types, refusals
 
@@ -27,18 +27,11 @@ def _appended(step: Step) -> list[int]:
 
 
 def _argument(step: Step, trace: Trace, should: str) -> dict:
-    """The events behind a refusal that did not happen: the execution's last event before the
-    operation, then what the operation appended; and what the decision requires instead."""
-    cited: list[int] = []
-    roles: list[str] = []
-    if step.log_before:
-        cited.append(step.log_before[-1].get("seq"))
-        roles.append(f"the last event before the {step.op.op}, after which the execution was "
-                     f"{describe(_before(step, trace))}")
-    for seq in _appended(step)[:4]:
-        cited.append(seq)
-        roles.append(f"appended by the {step.op.op}, which should have been refused")
-    return {"events": tuple(cited), "roles": tuple(roles), "expected": f"{should}, with nothing appended"}
+    """The execution's last event before the operation and the state it left, what the
+    operation appended, and the refusal the decision requires."""
+    last = (step.log_before[-1].get("seq"), f"the last event before the {step.op.op}, after which the execution "
+                                           f"was {describe(_before(step, trace))}") if step.log_before else None
+    return refusal_argument(step.op.op, last, _appended(step), should)
 
 
 @predicate("refusal.append-nothing")
