@@ -14,6 +14,7 @@ else may carry any JSON, and the fold must not crash on it.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -148,25 +149,16 @@ def _migrated(state: State, payload: JSON) -> None:
 
 
 def _step_id(payload: JSON) -> str | None:
-    step_id = payload.get("stepId") if isinstance(payload, dict) else None
+    step_id = _field(payload, "stepId")
     return step_id if isinstance(step_id, str) else None
-
-
-def _frame(state: State, step_id: str, empty: dict[str, JSON]) -> dict[str, JSON]:
-    """The step's frame, created as `empty` the first time (not setdefault: that builds
-    the default on every call, and the step handlers are the fold's hottest path)."""
-    frame = state.steps.get(step_id)
-    if frame is None:
-        frame = state.steps[step_id] = empty
-    return frame
 
 
 def _step_started(state: State, payload: JSON) -> None:
     step_id = _step_id(payload)
     if step_id is None:
         return
-    attempt = payload.get("attempt")
-    frame = _frame(state, step_id, {})
+    attempt = _field(payload, "attempt")
+    frame = state.steps.setdefault(step_id, {})
     frame["status"] = "started"
     frame["attempt"] = attempt if isinstance(attempt, int) else int(frame.get("attempt") or 0) + 1
 
@@ -175,18 +167,18 @@ def _step_completed(state: State, payload: JSON) -> None:
     step_id = _step_id(payload)
     if step_id is None:
         return
-    frame = _frame(state, step_id, {"attempt": 1})
+    frame = state.steps.setdefault(step_id, {"attempt": 1})
     frame["status"] = "completed"
-    frame["output"] = copy_json(payload.get("output"))
+    frame["output"] = copy_json(_field(payload, "output"))
 
 
 def _step_failed(state: State, payload: JSON) -> None:
     step_id = _step_id(payload)
     if step_id is None:
         return
-    frame = _frame(state, step_id, {"attempt": 1})
+    frame = state.steps.setdefault(step_id, {"attempt": 1})
     frame["status"] = "failed"
-    frame["error"] = copy_json(payload.get("error"))
+    frame["error"] = copy_json(_field(payload, "error"))
 
 
 def _effect_in_doubt(state: State, payload: JSON) -> None:
@@ -211,12 +203,10 @@ METER_FIELDS = ("tokens", "costUsd", "ms", "wallMs", "memBytes", "netBytes")
 
 
 def _metered(state: State, payload: JSON) -> None:
-    if not isinstance(payload, dict):
-        return
     resources = state.variables.setdefault("_resources", {})
-    for name in METER_FIELDS:  # in this order, so the totals' keys are ordered alike in every kernel's state
-        value = payload.get(name)
-        if type(value) not in (int, float):  # numbers only: bool is not a meter, though Python calls it an int
+    for name in METER_FIELDS:
+        value = _field(payload, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
         try:
             total = resources.get(name, 0) + value
@@ -273,12 +263,8 @@ def apply(state: State, event: Event, handlers: Mapping[str, Handler] = HANDLERS
 def fold(events: Iterable[Event], snapshot: State | None = None, handlers: Mapping[str, Handler] = HANDLERS) -> State:
     """`handlers` is a seam for the project's seeded mutants; kernels use the default.
     `events` may be any iterable (a store's paged stream), so a long log is never held whole."""
-    state = copy_json(snapshot) if snapshot is not None else State()
-    table = dict(handlers)  # a plain dict's lookup is the cheapest; `apply`'s rules, inlined for the hot loop
+    state = copy.deepcopy(snapshot) if snapshot is not None else State()
+    table = dict(handlers)  # a plain dict's lookup is cheaper than a MappingProxyType's, once per event
     for event in events:
-        event_type = event.type
-        handler = table.get(event_type) if type(event_type) is str else None
-        if handler is not None:
-            handler(state, event.payload)
-        state.sequence = event.seq
+        apply(state, event, table)
     return state
