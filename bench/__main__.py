@@ -23,7 +23,7 @@ from datetime import date
 from rich.console import Console
 from rich.table import Table
 
-from loomcheck.bench.common import Figure
+from loomcheck.bench.common import Figure, guarded
 
 SECTIONS = ("fold", "scanner", "stores", "suite", "memory")  # module names; suite also reports the explorer
 
@@ -32,10 +32,8 @@ def run_section(name: str, quick: bool, console: Console) -> list[Figure]:
     """One section's figures; a section that raises becomes a failed figure, never a traceback."""
     began = time.perf_counter()
     with console.status(f"measuring {name} ..."):
-        try:
-            figures = importlib.import_module(f"loomcheck.bench.{name}").measure(quick)
-        except Exception as exc:  # noqa: BLE001  the report must survive one broken section
-            figures = [Figure(name, "the section", "failed", detail=f"{type(exc).__name__}: {exc}")]
+        # The report must survive one broken section.
+        figures = guarded(name, "the section", lambda: importlib.import_module(f"loomcheck.bench.{name}").measure(quick))
     console.print(f"[dim]{name}: {time.perf_counter() - began:.0f} s[/dim]")
     return figures
 

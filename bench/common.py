@@ -23,11 +23,13 @@ class Figure:
     detail: str = ""       # the absolute numbers behind the ratio
 
 
-def timed(fn: Callable[[], object]) -> float:
-    """Seconds for one call, with the collector quiet so one round does not pay for another's garbage."""
+def timed(fn: Callable[[], object], collector: bool = False) -> float:
+    """Seconds for one call, collected first. The collector stays quiet during the call, so
+    one round does not pay for another's garbage, unless `collector` (what a kernel pays too)."""
     gc.collect()
     enabled = gc.isenabled()
-    gc.disable()
+    if not collector:
+        gc.disable()
     try:
         began = time.perf_counter()
         fn()
@@ -37,13 +39,26 @@ def timed(fn: Callable[[], object]) -> float:
             gc.enable()
 
 
-def best_alternating(fns: list[Callable[[], object]], rounds: int) -> list[float]:
+def best_alternating(fns: list[Callable[[], object]], rounds: int, collector: bool = False) -> list[float]:
     """The best time of each function over `rounds`, running them in turn each round."""
     best = [float("inf")] * len(fns)
     for _ in range(rounds):
         for i, fn in enumerate(fns):
-            best[i] = min(best[i], timed(fn))
+            best[i] = min(best[i], timed(fn, collector))
     return best
+
+
+def failed(section: str, name: str, detail: str) -> Figure:
+    """A figure that could not be measured, and why."""
+    return Figure(section, name, "failed", detail=detail[:500])
+
+
+def guarded(section: str, name: str, measure_part: Callable[[], list[Figure]]) -> list[Figure]:
+    """One part's figures, or one failed figure saying why, so the other parts still run."""
+    try:
+        return measure_part()
+    except Exception as exc:  # noqa: BLE001 - a failed measurement is a figure, not a traceback
+        return [failed(section, name, f"{type(exc).__name__}: {exc}")]
 
 
 def ratio(value: float) -> str:

@@ -4,6 +4,7 @@ a JSONL file and SQLite stores of the realistic mix (bench/logs.py)."""
 from __future__ import annotations
 
 import atexit
+import itertools
 import shutil
 import tempfile
 from pathlib import Path
@@ -13,6 +14,7 @@ import orjson
 from loomcheck.bench.logs import entries, fill
 
 _FOLDER: Path | None = None
+_copies = itertools.count(1)
 
 
 def folder() -> Path:
@@ -34,8 +36,8 @@ def jsonl_log(count: int, lean: bool = False) -> Path:
     return path
 
 
-def sqlite_log(count: int, execution_id: str = "x", parked: bool = False) -> Path:
-    """A SQLite store file holding one execution of `count` events, written through the store's
+def sqlite_log(count: int, parked: bool = False) -> Path:
+    """A SQLite store file holding one execution "x" of `count` events, written through the store's
     append; with `parked` the execution ends parked on the gate "review". Callers that append
     must copy it first (`copy_of`)."""
     from loomcheck.reference.stores.sqlite import SqliteEventStore
@@ -43,13 +45,13 @@ def sqlite_log(count: int, execution_id: str = "x", parked: bool = False) -> Pat
     path = folder() / f"store-{count}{'-parked' if parked else ''}.sqlite"
     if not path.exists():
         with SqliteEventStore(path) as store:
-            fill(store, count, execution_id, parked=parked)
+            fill(store, count, parked=parked)
             store._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[union-attr]  # one file to copy
     return path
 
 
 def copy_of(path: Path) -> Path:
     """A private copy of a store file, for a section that appends to it."""
-    target = folder() / f"copy-{len(list(folder().iterdir()))}-{path.name}"
+    target = folder() / f"copy-{next(_copies)}-{path.name}"
     shutil.copyfile(path, target)
     return target

@@ -11,16 +11,14 @@ Target: parse + fold at least half the throughput of parse alone.
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Callable, Iterator
 
 import orjson
 
-from loomcheck.bench.common import Figure, ratio, show
+from loomcheck.bench.common import Figure, best_alternating, failed, ratio, show
 from loomcheck.bench.fixtures import jsonl_log
 from loomcheck.reference.events import Event, loads
 from loomcheck.reference.fold import State, fold
@@ -48,27 +46,15 @@ def parse_and_fold(path: Path, parse: Callable[[bytes], object] = orjson.loads) 
     return fold(events_of(path, parse))
 
 
-def best_of(fns: list[Callable[[], object]], rounds: int) -> list[float]:
-    """Best wall time of each, in alternating rounds, with the collector on (a kernel folds with it on)."""
-    best = [float("inf")] * len(fns)
-    for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            gc.collect()
-            began = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - began)
-    return best
-
-
 def compare(path: Path, count: int, rounds: int) -> tuple[float, float, float, float] | str:
     """Seconds for parse alone, parse + fold, the reference's reader + fold and the stdlib parse
     alone; or why the fold is wrong."""
-    parse, folded, exact, stdlib = best_of([
+    parse, folded, exact, stdlib = best_alternating([
         lambda: parse_alone(path),
         lambda: parse_and_fold(path),
         lambda: parse_and_fold(path, loads),
         lambda: sum(1 for _ in events_of(path, json.loads)),
-    ], rounds)
+    ], rounds, collector=True)  # the collector stays on, as in a kernel
     state = parse_and_fold(path)
     if state.sequence != count or state.status != "completed":
         return f"the fold ended at seq {state.sequence} ({state.status}), expected {count} (completed)"
@@ -81,7 +67,7 @@ def measure(quick: bool) -> list[Figure]:
     path, lean = jsonl_log(count), jsonl_log(count, lean=True)
     rich, bare = compare(path, count, rounds), compare(lean, count, rounds)
     if isinstance(rich, str) or isinstance(bare, str):
-        return [Figure("fold", "parse + fold vs parse alone", "failed", detail=str(rich if isinstance(rich, str) else bare))]
+        return [failed("fold", "parse + fold vs parse alone", str(rich if isinstance(rich, str) else bare))]
     parse, folded, exact, stdlib = rich
     lean_parse, lean_folded, _, _ = bare
     size = f"{count:,} events, {path.stat().st_size / count:,.0f} bytes per line"

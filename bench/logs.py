@@ -10,12 +10,9 @@ scanner finds nothing to warn about, as on a healthy production log.
 
 from __future__ import annotations
 
-import json
 import random
-from pathlib import Path
 from typing import Iterator
 
-from loomcheck.reference.events import Event
 
 Entry = tuple[str, object]  # (type, payload)
 
@@ -82,20 +79,6 @@ def _cycle(rng: random.Random, step: int, texts: list[str]) -> Iterator[Entry]:
         yield "EXECUTION_SUSPENDED", {"condition": {"on": "review", "meta": {"batch": step // 40}}}
         yield "APPROVAL_GRANTED", {"principal": "alice", "parkedAtSequence": 0, "scopes": ["review"]}
         yield "EXECUTION_RESUMED", {"approved": True, "comment": f"batch {step // 40} looks fine"}
-
-
-def events(count: int, execution_id: str = "x", seed: int = 10, lean: bool = False) -> Iterator[Event]:
-    for seq, (event_type, payload) in enumerate(entries(count, seed, lean), start=1):
-        yield Event(execution_id, seq, event_type, payload)
-
-
-def write_jsonl(path: Path, count: int, seed: int = 10, lean: bool = False) -> Path:
-    """One event per line as {seq, type, payload}: the shape `loomcheck` logs and reports use."""
-    with path.open("w", encoding="utf-8") as out:
-        for seq, (event_type, payload) in enumerate(entries(count, seed, lean), start=1):
-            out.write(json.dumps({"seq": seq, "type": event_type, "payload": payload}, separators=(",", ":")))
-            out.write("\n")
-    return path
 
 
 def fill(store: object, count: int, execution_id: str = "x", batch: int = 10_000, parked: bool = False) -> None:

@@ -51,8 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from loomcheck.bench.common import Figure, best_alternating, per_second, ratio, timed, show
-from loomcheck.bench.logs import Entry, entries, fill
+from loomcheck.bench.common import Figure, best_alternating, failed, guarded, per_second, ratio, show, timed
+from loomcheck.bench.logs import Entry, entries
 from loomcheck.reference.fold import fold
 from loomcheck.reference.runtime import RECOVERED, Runtime
 from loomcheck.reference.stores.memory import InMemoryEventStore
@@ -85,10 +85,6 @@ FULL = Sizes(appends=20_000, settings=300, log=100_000, short_log=10_000, kill_a
              recovery_rounds=2)
 
 StoreMaker = Callable[[Path], object]
-
-
-def failed(name: str, reason: str) -> Figure:
-    return Figure(SECTION, name, "failed", detail=reason[:500])
 
 
 # -- appends -------------------------------------------------------------------------------
@@ -163,18 +159,9 @@ def settings_figure(log: list[Entry], directory: Path, rounds: int) -> Figure:
 
 # -- range reads ----------------------------------------------------------------------------
 
-def filled(make: StoreMaker, directory: Path, count: int) -> object:
+def filled(make: StoreMaker, directory: Path, log: list[Entry]) -> object:
     store = make(directory)
-    fill(store, count, EXECUTION)
-    return store
-
-
-def filled_with_tail(make: StoreMaker, directory: Path, count: int, long: int) -> object:
-    """A `count`-event log whose events are the last `count` of the `long`-event log, so both
-    end with the same events: the two tail reads then decode the same payloads and differ
-    only in the size of the log they search."""
-    store = make(directory)
-    append_all(store, list(entries(long))[-count:], 10_000)
+    append_all(store, log, 10_000)
     return store
 
 
@@ -192,9 +179,11 @@ def read_figures(directory: Path, sizes: Sizes) -> list[Figure]:
     """Both stores filled first, so the full reads of the two, and the tail reads of
     the short and long logs, can be timed in alternation."""
     makers = {"memory": memory_store, "sqlite": sqlite_store}
-    long_logs = {label: filled(make, directory, sizes.log) for label, make in makers.items()}
-    short_logs = {label: filled_with_tail(make, directory, sizes.short_log, sizes.log)
-                  for label, make in makers.items()}
+    log = list(entries(sizes.log))
+    long_logs = {label: filled(make, directory, log) for label, make in makers.items()}
+    # The short log is the long one's last events, so both end alike: the two tail reads then
+    # decode the same payloads and differ only in the size of the log they search.
+    short_logs = {label: filled(make, directory, log[-sizes.short_log:]) for label, make in makers.items()}
     try:
         full = dict(zip(makers, best_alternating(
             [lambda store=store: store.read(EXECUTION) for store in long_logs.values()],  # type: ignore[attr-defined]
@@ -350,18 +339,18 @@ def recovery_figure(directory: Path, sizes: Sizes) -> Figure:
         if isinstance(killed, Killed):
             break
     if isinstance(killed, str):
-        return failed(name, killed)
+        return failed(SECTION, name, killed)
     reader = SqliteEventStore(copy_of(killed, "fold.db"))
     try:
         before = fold(reader.read(EXECUTION)).status
         if before != "running":
-            return failed(name, f"the killed log folds to {before!r}, not 'running': the kill missed the run")
+            return failed(SECTION, name, f"the killed log folds to {before!r}, not 'running': the kill missed the run")
         flow = Deployed.of(killed.steps)
         recovery, baseline, appended = float("inf"), float("inf"), 0
         for _ in range(sizes.recovery_rounds):  # alternated, best of each, as best_alternating does
             done = recover_once(killed, flow)
             if done.problem is not None:
-                return failed(name, done.problem)
+                return failed(SECTION, name, done.problem)
             recovery, appended = min(recovery, done.seconds), done.appended
             baseline = min(baseline, timed(lambda: fold(reader.read(EXECUTION))))
     finally:
@@ -381,19 +370,11 @@ def measure(quick: bool) -> list[Figure]:
         directory = Path(tmp)
         log = list(entries(sizes.appends))
         for label, make in (("memory", memory_store), ("sqlite", sqlite_store)):
-            figures += guarded(f"{label} append", lambda: append_figures(label, make, log, directory, sizes.rounds))
-        figures += guarded("sqlite settings", lambda: [settings_figure(log[:sizes.settings], directory, sizes.rounds)])
-        figures += guarded("range reads", lambda: read_figures(directory, sizes))
-        figures += guarded("recovery after a kill", lambda: [recovery_figure(directory, sizes)])
+            figures += guarded(SECTION, f"{label} append", lambda: append_figures(label, make, log, directory, sizes.rounds))
+        figures += guarded(SECTION, "sqlite settings", lambda: [settings_figure(log[:sizes.settings], directory, sizes.rounds)])
+        figures += guarded(SECTION, "range reads", lambda: read_figures(directory, sizes))
+        figures += guarded(SECTION, "recovery after a kill", lambda: [recovery_figure(directory, sizes)])
     return figures
-
-
-def guarded(name: str, measure_part: Callable[[], list[Figure]]) -> list[Figure]:
-    """One part's figures, or one failed figure saying why, so the other parts still run."""
-    try:
-        return measure_part()
-    except Exception as exc:  # noqa: BLE001 - a failed measurement is a figure, not a traceback
-        return [failed(name, f"{type(exc).__name__}: {exc}")]
 
 
 def main(argv: list[str]) -> None:

@@ -2,7 +2,7 @@
 
 Section "suite" (item 4):
 - Per operation, stdio versus in process: the transport benchmark's workload
-  (bench/transport.py: a flow of gates, each resumed, its log and state read)
+  (`workload`: a flow of gates, each resumed, its log and state read)
   against the reference kernel on both stores, once through `ReferenceDriver` and
   once through `loomcheck serve` in a child process. Target: stdio at most 3x.
 - The CI profile (`loomcheck run`, profile ci, the main job) end to end, in process
@@ -40,9 +40,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
-from loomcheck.bench.common import Figure, per_second, ratio, show
-from loomcheck.bench.transport import per_operation, served
+from loomcheck.bench.common import Figure, failed, guarded, per_second, ratio, show
+from loomcheck.protocol.client import StdioDriver
 from loomcheck.explore.alphabet import scenarios
 from loomcheck.explore.explorer import explore
 from loomcheck.harness.coverage import Coverage
@@ -64,26 +65,58 @@ STORES = (("reference:memory", "memory"), ("reference", "sqlite"))
 
 
 # -- item 4: per operation -------------------------------------------------------------
+def workload(driver: Any, gates: int) -> int:
+    """A flow of `gates` steps and gates, driven to its end, reading the log and the
+    state after every resume as the harness does: the operations the checks make."""
+    program = {"body": [op for i in range(gates) for op in ({"op": "step", "id": f"s{i}", "output": i},
+                                                             {"op": "suspend", "on": f"g{i}"}, {"op": "observe"})]
+               + [{"op": "complete", "output": "done"}]}
+    driver.reset()
+    assert driver.define_flow("f", program).ok and driver.start("x", "f", {"n": gates}).ok
+    calls = 2
+    for i in range(gates):
+        assert driver.resume("x", f"g{i}", {"answer": i}).ok
+        driver.read_log("x")
+        driver.read_state("x")
+        calls += 3
+    return calls
+
+
+def per_operation(make: Callable[[], Any], gates: int, rounds: int) -> float:
+    driver = make()
+    try:
+        workload(driver, 3)  # warm: imports, the first process, SQLite's first pages
+        best = float("inf")
+        for _ in range(rounds):
+            began = time.perf_counter()
+            calls = workload(driver, gates)
+            best = min(best, (time.perf_counter() - began) / calls)
+        return best
+    finally:
+        driver.close()
+
+
+def served(store: str) -> StdioDriver:
+    return StdioDriver(STDIO_IMPL[len("stdio:"):] + " --impl " + shlex.quote(store))
+
+
 def per_operation_figures(quick: bool) -> list[Figure]:
     """Each transport's best round; the pair is run in alternation a few times (a
     new child process each time) so a burst of load hits both alike."""
     gates, rounds, turns = (10, 3, 3) if quick else (20, 3, 3)
     figures = []
     for store, kind in STORES:
-        try:
+        def pair(store: str = store, kind: str = kind) -> list[Figure]:
             local = remote = float("inf")
             for _ in range(turns):
                 local = min(local, per_operation(lambda: ReferenceDriver(store=kind), gates, rounds))
                 remote = min(remote, per_operation(lambda: served(store), gates, rounds))
-        except Exception as exc:  # noqa: BLE001 - a failure is a figure, not a traceback
-            figures.append(Figure("suite", f"stdio / in process per operation ({kind})", "failed",
-                                  detail=f"{type(exc).__name__}: {exc}"))
-            continue
-        figures.append(Figure(
-            "suite", f"stdio / in process per operation ({kind})", ratio(remote / local), f"<= {STDIO_LIMIT:.2f}x",
-            remote / local <= STDIO_LIMIT,
-            f"in process {local * 1e3:.3f} ms/op, over stdio {remote * 1e3:.3f} ms/op "
-            f"(best of {turns * rounds} rounds of a {gates}-gate flow: resume, read-log, read-state per gate)"))
+            return [Figure(
+                "suite", f"stdio / in process per operation ({kind})", ratio(remote / local), f"<= {STDIO_LIMIT:.2f}x",
+                remote / local <= STDIO_LIMIT,
+                f"in process {local * 1e3:.3f} ms/op, over stdio {remote * 1e3:.3f} ms/op "
+                f"(best of {turns * rounds} rounds of a {gates}-gate flow: resume, read-log, read-state per gate)")]
+        figures += guarded("suite", f"stdio / in process per operation ({kind})", pair)
     return figures
 
 
@@ -165,8 +198,7 @@ def explorer_figures(label: str, records: list[dict], how: str) -> list[Figure]:
     transitions = sum(r["transitions"] for r in records)
     replayed = sum(r["replayedOperations"] for r in records)
     if not records or seconds <= 0:
-        return [Figure("explorer", f"explorer distinct states/s, {label}", "failed",
-                       detail=f"no exploration recorded ({how})")]
+        return [failed("explorer", f"explorer distinct states/s, {label}", f"no exploration recorded ({how})")]
     detail = (f"{distinct} distinct states, {transitions} transitions, {replayed} replayed operations "
               f"in {seconds:.2f} s over {len(records)} scenarios ({how})")
     return [Figure("explorer", f"explorer distinct states/s, {label}", per_second(distinct, seconds), detail=detail),
@@ -224,10 +256,9 @@ def machine_figure(quick: bool, reported_steps: int | None) -> Figure:
         finally:
             driver.close()
     except Exception as exc:  # noqa: BLE001
-        return Figure("explorer", name, "failed", detail=f"{type(exc).__name__}: {exc}")
+        return failed("explorer", name, f"{type(exc).__name__}: {exc}")
     if result.failures or result.errors:
-        return Figure("explorer", name, "failed",
-                      detail=f"the reference failed the machine: {sorted(result.failures)} {result.errors[:1]}")
+        return failed("explorer", name, f"the reference failed the machine: {sorted(result.failures)} {result.errors[:1]}")
     same = "" if reported_steps is None else f"; the in-process suite's report counts {reported_steps}"
     return Figure("explorer", name, per_second(result.steps, seconds),
                   detail=f"{result.steps} steps, {budget.max_examples} examples of up to {budget.steps} steps, "
@@ -240,12 +271,9 @@ def measure(quick: bool) -> list[Figure]:
     if quick:
         figures += skipped_suite_figures()
         depth = 5
-        try:
-            figures += explorer_figures("in process", explore_directly(depth),
-                                        f"measured directly, depth {depth}, reference on SQLite")
-        except Exception as exc:  # noqa: BLE001
-            figures.append(Figure("explorer", "explorer distinct states/s, in process", "failed",
-                                  detail=f"{type(exc).__name__}: {exc}"))
+        figures += guarded("explorer", "explorer distinct states/s, in process",
+                           lambda: explorer_figures("in process", explore_directly(depth),
+                                                    f"measured directly, depth {depth}, reference on SQLite"))
         figures.append(machine_figure(quick, None))
         return figures
     runs = [run_suite("reference", "in process"), run_suite(STDIO_IMPL, "over stdio")]
