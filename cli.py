@@ -231,10 +231,7 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
                           f"{escape(record.message or '')}")
         if record.status in ("fail", "error"):
             if record.explanation is not None:
-                first, *rest = record.explanation.text.splitlines()
-                console.print(f"[{STYLE[record.status]}]{record.status}[/] {escape(first)}")
-                for line in rest:
-                    console.print(f"  {escape(line)}")
+                _print_explanation(console, f"[{STYLE[record.status]}]{record.status}[/]", record.explanation.text)
             else:
                 console.print(f"[{STYLE[record.status]}]{record.status}[/] {record.id} (ADR {record.adr} "
                               f"{record.decision}): {escape(record.message or '')}")
@@ -331,6 +328,14 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
 
 
 # -- replay --------------------------------------------------------------------------
+def _print_explanation(console: Console, label: str, text: str) -> None:
+    """An explanation (properties/explain.py) under its label, its lines after the first indented."""
+    first, *rest = text.splitlines()
+    console.print(f"{label} {escape(first)}")
+    for line in rest:
+        console.print(f"  {escape(line)}")
+
+
 def _repro(args: argparse.Namespace, console: Console) -> int:
     from loomcheck.harness.repro import ReproError, write_repro
 
@@ -396,10 +401,7 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
         if violation.invariant in hazards:
             console.print(f"[magenta]hazard demonstrated[/] {violation.invariant}: {escape(violation.message)}")
         elif violation.invariant in named:
-            first, *rest = result.explain(violation).text().splitlines()
-            console.print(f"[bold red]violated[/] {escape(first)}")
-            for line in rest:
-                console.print(f"  {escape(line)}")
+            _print_explanation(console, "[bold red]violated[/]", result.explain(violation).text())
         else:
             console.print(f"[yellow]also violated[/] {violation.invariant} (not named by this log): {escape(violation.message)}")
     for difference in result.differences:

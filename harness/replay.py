@@ -4,9 +4,10 @@ every predicate after every step, and compare with what the log expects."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from loomcheck.harness.script import Operation, from_model
-from loomcheck.harness.session import ImplementationFailed, Session
+from loomcheck.harness.session import ImplementationFailed, Session, hello_of
 from loomcheck.properties.explain import Explanation, explain
 from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.registry import Violation, all_predicates, check_step
@@ -55,6 +56,19 @@ def run_operations(session: Session, operations: list[Operation], invariant_ids:
     except ImplementationFailed as failed:
         result.failure = failed
     return result
+
+
+def run_on_reference(operations: list[Operation], transport: Any = None) -> ReplayResult:
+    """The operations on the reference kernel, from empty, no predicate checked: what the decisions
+    expect. A script that kills the kernel gets a reference in a process of its own, on SQLite."""
+    from loomcheck.harness.loading import killable, needs_a_process
+    from loomcheck.reference.driver import ReferenceDriver
+
+    reference = killable("reference", transport) if needs_a_process(operations) else ReferenceDriver(store="memory")
+    try:
+        return run_operations(Session(reference, frozenset(hello_of(reference).features)), operations, [])
+    finally:
+        reference.close()
 
 
 def expectation_of(result: ReplayResult) -> Expectation:

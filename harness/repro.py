@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loomcheck.harness.replay import ReplayResult, run_operations
+from loomcheck.harness.replay import ReplayResult, run_on_reference, run_operations
 from loomcheck.harness.script import (AdvanceClock, Configure, Define, Load, Operation, Recover,
-                                      RecoverAbandoned, Restart, Resume, ResumeAs, Start, from_model)
+                                      RecoverAbandoned, Restart, Resume, ResumeAs, Start, describe, from_model)
 from loomcheck.harness.session import Session, hello_of
 from loomcheck.properties.explain import Explanation
 from loomcheck.spec.regressions import RegressionLog
@@ -65,7 +65,7 @@ def write_repro(log: RegressionLog, impl: str, out: Path) -> list[Path]:
         driver.close()
     if result.failure is not None and not stdio:
         raise ReproError(f"the implementation failed while replaying: {result.failure}")
-    finding = Finding(_explanation(result, log), result.outcomes, _reference_outcomes(operations),
+    finding = Finding(_explanation(result, log), result.outcomes, run_on_reference(operations).outcomes,
                       list(result.logs))
     out.mkdir(parents=True, exist_ok=True)
     if stdio:
@@ -78,18 +78,6 @@ def write_repro(log: RegressionLog, impl: str, out: Path) -> list[Path]:
 def _explanation(result: ReplayResult, log: RegressionLog) -> Explanation | None:
     named = [v for v in result.violations if v.invariant in log.invariants]
     return result.explain(named[0]) if named else None
-
-
-def _reference_outcomes(operations: list[Operation]) -> list[str]:
-    """What the reference kernel answers to the same operations: the outcomes the decisions expect."""
-    from loomcheck.harness.loading import killable, needs_a_process
-    from loomcheck.reference.driver import ReferenceDriver
-
-    driver = killable("reference") if needs_a_process(operations) else ReferenceDriver(store="memory")
-    try:
-        return run_operations(Session(driver, frozenset(hello_of(driver).features)), operations, []).outcomes
-    finally:
-        driver.close()
 
 
 def evidence_of(finding: Finding) -> list[list[JSON]]:
@@ -131,7 +119,7 @@ def python_script(log: RegressionLog, impl: str, operations: list[Operation], fi
         "outcomes = []",
     ]
     for number, op in enumerate(operations, start=1):
-        lines += [f"# {number}. {_describe(op)}", *_calls(op)]
+        lines += [f"# {number}. {describe(op)}".replace("\n", " "), *_calls(op)]
     lines += [
         "",
         f"EXECUTIONS = {finding.executions!r}",
@@ -210,12 +198,6 @@ def _calls(op: Operation) -> list[str]:
     else:
         raise ReproError(f"{type(op).__name__} cannot run in process: a kill needs the kernel in a process of its own")
     return [f"outcomes.append(label({call}))", "print(outcomes[-1])"]
-
-
-def _describe(op: Operation) -> str:
-    from loomcheck.harness.script import describe
-
-    return describe(op).replace("\n", " ")
 
 
 def _comment_safe(text: str) -> str:

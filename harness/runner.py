@@ -12,12 +12,12 @@ import datetime as dt
 import time
 from dataclasses import replace, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from loomcheck import __version__
 from loomcheck.harness.driver import Driver, Hello
-from loomcheck.harness.loading import ImplementationSpecError, TransportOptions, killable, needs_a_process, resolve_factory
-from loomcheck.harness.replay import expectation_of, minimise, replay, run_operations
+from loomcheck.harness.loading import ImplementationSpecError, TransportOptions, killable, resolve_factory
+from loomcheck.harness.replay import expectation_of, minimise, replay, run_on_reference, run_operations
 from loomcheck.harness.script import (
     AdvanceClock,
     Configure,
@@ -47,6 +47,7 @@ from loomcheck.harness.coverage import Coverage, gap_findings
 from loomcheck.explore.explorer import Exploration, explore
 from loomcheck.properties.machine import PROFILES, InvariantViolated, run_stateful
 from loomcheck.fuzz.campaign import ExampleDatabase, run_seed, scoped
+from loomcheck.properties.explain import Explanation
 from loomcheck.properties.registry import Violation, all_predicates
 from loomcheck.reports.manifest import Manifest, effective_features
 from loomcheck.reports.model import (CorpusRecord, CoverageRow, ExplanationModel, ExplorationRecord, Finding, Implementation,
@@ -85,7 +86,7 @@ class Tally:
     events: int | None = None
     operations: int | None = None
     errors: list[str] = field(default_factory=list)
-    explanation: dict[str, Any] | None = None   # properties/explain.py, for the failure kept
+    explanation: Explanation | None = None   # properties/explain.py, for the failure kept
 
 
 def select(catalogue: Catalogue, only: list[str] | None) -> list[Invariant]:
@@ -382,7 +383,7 @@ class Run:
         else:
             kept = rerun.violated(invariant_id)[0]
             tally.failure = kept.message  # the message of the script kept
-            tally.explanation = rerun.explain(kept).to_json()
+            tally.explanation = rerun.explain(kept)
         tally.counterexample = self._write_counterexample(invariant_id, operations, tally.failure, None)
         tally.operations = len(operations)
         tally.events = sum(len(log) for log in rerun.logs.values())
@@ -414,7 +415,7 @@ class Run:
                 if problems and tally.failure is None:
                     tally.failure = f"{log.name}: {problems[0]}"
                     found = result.violated(invariant_id)
-                    tally.explanation = result.explain(found[0]).to_json() if found else None
+                    tally.explanation = result.explain(found[0]) if found else None
                     tally.counterexample = committed_path(label)
                     tally.operations = len(log.operations)
                     tally.events = sum(len(v) for v in result.logs.values())
@@ -481,22 +482,14 @@ class Run:
                     tally.operations = len(result.operations)
                     rerun = run_operations(session, result.operations, [])
                     tally.events = sum(len(log) for log in rerun.logs.values())
-                    tally.explanation = rerun.explain(replace(mine[0], invariant=inv.id)).to_json()
+                    tally.explanation = rerun.explain(replace(mine[0], invariant=inv.id))
 
     # -- output ------------------------------------------------------------------------
     def _write_counterexample(self, name: str, operations: list[Operation], message: str | None,
                               error: str | None) -> str | None:
-        from loomcheck.reference.driver import ReferenceDriver
-
         if not operations:  # a failure that did not reproduce shrinks to nothing: there is no log to write
             return None
-
-        # A script that kills the kernel needs a reference in a process of its own, on SQLite.
-        reference = killable("reference", self.transport) if needs_a_process(operations) else ReferenceDriver(store="memory")
-        try:
-            expected = run_operations(Session(reference, frozenset(hello_of(reference).features)), operations, [])
-        finally:
-            reference.close()
+        expected = run_on_reference(operations, self.transport)
         log = RegressionLog.model_validate({
             "name": name, "adr": self._adr_of(name), "origin": "counterexample",
             "description": f"Shrunk counterexample found by loomcheck {__version__} against {self.impl}; "
@@ -541,7 +534,8 @@ class Run:
                 record.counterexample = tally.counterexample
                 record.counterexampleEvents, record.counterexampleOperations = tally.events, tally.operations
                 record.examplesToFailure = tally.examples_to_failure
-                record.explanation = ExplanationModel.model_validate(tally.explanation) if tally.explanation else None
+                if tally.explanation is not None:
+                    record.explanation = ExplanationModel.model_validate(tally.explanation.to_json())
             elif tally.errors:
                 record.status, record.message = "error", tally.errors[0]
             elif tally.examples == 0:
