@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Callable, Hashable, Iterable, Iterator, Sequence
 
 NEW = "new"
@@ -59,11 +60,11 @@ class Flow:
 
     body: tuple[tuple[str, str], ...]
 
-    @property
+    @cached_property  # read on every model step and abstraction
     def gates(self) -> tuple[str, ...]:
         return tuple(name for kind, name in self.body if kind == GATE)
 
-    @property
+    @cached_property
     def steps(self) -> tuple[str, ...]:
         return tuple(name for kind, name in self.body if kind == STEP)
 

@@ -29,7 +29,6 @@ from loomcheck.harness.script import (
     Resume,
     ResumeAs,
     Start,
-    describe,
 )
 from loomcheck.spec.names import IN_DOUBT_GATE, TIMER_FIRED
 from loomcheck.spec.programs import LANGUAGE
@@ -79,6 +78,7 @@ def scenarios(features: frozenset[str]) -> list[Scenario]:
     crash = {"crash": {"at": "before-effect", "attempts": [1]}} if has_recover else {}
     two_gates = program(*gate("go1"), {"op": "step", "id": "s1", "output": 1, **crash}, *gate("go2"),
                         {"op": "complete", "output": "done"})
+    guarded = _guarded_bodies()
     found: list[Scenario] = [
         Scenario(
             "two-gates", frozenset(), (Define("f", two_gates),),
@@ -155,10 +155,10 @@ def scenarios(features: frozenset[str]) -> list[Scenario]:
         Scenario(
             "emit-guard", frozenset({"emit-guard"}),
             tuple(Define(f"e{i}", program(*body, *gate("go1"), {"op": "complete"}))
-                  for i, body in enumerate(_guarded_bodies())),
+                  for i, body in enumerate(guarded)),
             # One execution, started on any of the flows: each start is a first letter of its own
             # history, so depth 1 reaches every emit without 2**9 orders of independent starts.
-            (*(Start("x0", f"e{i}", LEGACY_INPUT) for i in range(len(_guarded_bodies()))),
+            (*(Start("x0", f"e{i}", LEGACY_INPUT) for i in range(len(guarded))),
              Resume("x0", "go1", A), *((Recover("x0"),) if has_recover else ())),
             "ADR 0104 D1's emit guard: a forged kernel fact, an invalid meter and quota, a reserved or "
             "conflicting decision, and the allowed facts, from flow and effect code."),
@@ -183,7 +183,3 @@ def _guarded_bodies() -> list[list[dict[str, Any]]]:
         [{"op": "emit", "type": "SAFETY_BLOCKED", "payload": [1]}],
         [step([{"type": "DECISION_RECORDED", "payload": {"choice": 1}}])],
     ]
-
-
-def label(op: Operation) -> str:
-    return describe(op)

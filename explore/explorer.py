@@ -58,10 +58,6 @@ class Exploration:
     errors: list[tuple[str, list[Operation]]] = field(default_factory=list)
     transport_fault: ImplementationFailed | None = None
 
-    @property
-    def states_per_second(self) -> float:
-        return self.transitions / self.seconds if self.seconds else 0.0
-
 
 def state_key(session: Session) -> str:
     """What the implementation shows, as one hash: every execution's log and state, and the clock.
@@ -167,13 +163,21 @@ class Explorer:
         return key
 
     def _restore(self, history: tuple[int, ...], result: Exploration) -> None:
-        """Reset, the setup, then the history's letters (a driver has no fork)."""
-        self.session.reset()
-        for op in self.scenario.setup:
-            self.session.apply(op)
-        for index in history:
-            self.session.apply(self.scenario.letters[index])
-            result.replayed += 1
+        """Reset, the setup, then the history's letters (a driver has no fork). Only the setup's
+        first run is shown to the session's observers: a replay repeats steps they have seen (its
+        determinism is checked below), and the coverage observer would classify them again."""
+        observers, first = self.session.observers, not self.keys
+        if not first:
+            self.session.observers = []
+        try:
+            self.session.reset()
+            for op in self.scenario.setup:
+                self.session.apply(op)
+            for index in history:
+                self.session.apply(self.scenario.letters[index])
+                result.replayed += 1
+        finally:
+            self.session.observers = observers
         key = state_key(self.session)
         expected = self.keys.setdefault(history, key)
         if key != expected:

@@ -114,20 +114,25 @@ def model_of(step: Step, trace: Trace) -> Modelled | None:
 
 
 def covered(step: Step, trace: Trace) -> bool:
+    return _covered_model(step, trace) is not None
+
+
+def _covered_model(step: Step, trace: Trace) -> "Modelled | None":
+    """The model of a step the refinement covers, else None (`covered`'s reasons, in order)."""
     op = step.op
     if not isinstance(op, (StartOp, ResumeOp, RecoverOp)) or step.execution is None:
-        return False
+        return None
     if step.execution in trace.snapshots or trace.security or migrated(step.log_before):
-        return False
+        return None
     if isinstance(op, ResumeOp) and (op.options or op.type in kernel_event_types()):
-        return False
+        return None
     if step.log_before and code_changed(trace.registered, step.log_before):
-        return False  # K11 code-mismatch is not modelled
+        return None  # K11 code-mismatch is not modelled
     if isinstance(op, StartOp) and op.flow not in trace.flows:
-        return False  # an unknown flow and a duplicate id may both apply; which is checked first is not specified
+        return None  # an unknown flow and a duplicate id may both apply; which is checked first is not specified
     if not plain_json(op.input if isinstance(op, StartOp) else getattr(op, "payload", None)):
-        return False  # invalid-input and invalid-payload are not the model's: it abstracts values away
-    return model_of(step, trace) is not None
+        return None  # invalid-input and invalid-payload are not the model's: it abstracts values away
+    return model_of(step, trace)
 
 
 def value_of(payload: Any) -> Hashable:
@@ -227,10 +232,9 @@ def outcome_of(step: Step) -> Outcome:
 @predicate(REFINES)
 def refines(step: Step, trace: Trace) -> list[Violation]:
     """[] when the step is not covered or the implementation took the model's transition."""
-    if not covered(step, trace):
+    model = _covered_model(step, trace)
+    if model is None:
         return []
-    model = model_of(step, trace)
-    assert model is not None
     seqs = tuple(e["seq"] for e in step.log_after[len(step.log_before):][:3])
     before = abstraction(step.log_before, model.flow)
     if isinstance(before, Unmodelled):

@@ -22,10 +22,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from loomcheck.harness.script import AdvanceClock, Load, Recover, RecoverAbandoned, Resume, ResumeAs
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.logview import IN_DOUBT, TERMINAL, final_moment
-from loomcheck.properties.strays import Expected, kinds_of, scan_log
+from loomcheck.properties.strays import WARNED, Expected, kinds_of, scan_log
 
 JSON = Any
-KINDS = ("refusal", "verdict", "recording-row", "emit-rule")
 LAYERS = ("stateful", "explorer", "symbolic", "regressions", "corpus")
 GAP_REASON = "coverage-gap"  # Finding.reason of an applicable item no layer reached (a suite-error)
 
@@ -470,8 +469,8 @@ def _shapes(expected: Expected, step: Step) -> set[str]:
 
 def scanner_keys(events: list[dict[str, JSON]], snapshot: Mapping[str, JSON] | None, program: Mapping[str, JSON] | None,
                  live: bool = False, refused_ambiguous: bool = False) -> set[str]:
-    """For a layer that drives a scan without Steps (the fleet corpus: fleet/replay.py runs
-    through unscripted driver calls): the oracle's verdicts on the log the kernel scanned,
+    """For a layer that drives a scan without Steps (none yet; the fleet corpus, whose
+    fleet/replay.py makes unscripted driver calls, could): the oracle's verdicts on the log the kernel scanned,
     the shapes only when the kernel refused ambiguous-legacy-answers. Credit them only for a
     case the kernel scanned (its final operation was accepted or refused by the scan)."""
     expected = _oracle(events, snapshot, program, live)
@@ -486,7 +485,7 @@ def warned_keys(warnings: Iterable[Mapping[str, JSON]]) -> set[str]:
     legacy-scan): the kernel's own confirmation of passed, at-risk and unverifiable. The Step
     does not hold warnings, so `reached` cannot use them; a corpus that reads them can."""
     return {f"verdict:{w.get('verdict')}" for w in warnings
-            if isinstance(w, Mapping) and w.get("verdict") in ("passed", "at-risk", "unverifiable")}
+            if isinstance(w, Mapping) and w.get("verdict") in WARNED}
 
 
 # -- the collector -----------------------------------------------------------------------
@@ -521,6 +520,9 @@ class Coverage:
     by: dict[str, set[str]] = field(default_factory=dict)  # item key -> layers that reached it
     errors: list[str] = field(default_factory=list)  # the classifier's own failures: a suite-error each
 
+    def __post_init__(self) -> None:
+        self._item_keys = frozenset(item.key for item in self.items)  # credit checks every key against it
+
     def observe(self, step: Step, trace: Trace, layer: str) -> set[str]:
         """Never raises for what an implementation wrote: a classifier failure on a strange log
         is kept in `errors` (the suite's fault, to report), and the run goes on."""
@@ -543,7 +545,7 @@ class Coverage:
         """For layers that produce no Steps (symbolic witnesses, a corpus's unscripted calls)."""
         if layer not in LAYERS:
             raise ValueError(f"unknown layer {layer!r}; one of {', '.join(LAYERS)}")
-        if key not in {item.key for item in self.items}:
+        if key not in self._item_keys:
             raise KeyError(f"{key!r} is no coverage item (kind:name, e.g. refusal:gate-mismatch)")
         self.by.setdefault(key, set()).add(layer)
 
@@ -591,6 +593,6 @@ def gap_findings(rows: list[Row]) -> list[Any]:
     return [Finding(kind="suite-error", reason=GAP_REASON, message=gap_message(row)) for row in rows if row.gap]
 
 
-__all__ = ["Coverage", "Item", "Row", "KINDS", "LAYERS", "GAP_REASON", "REFUSAL_REQUIRES", "universe", "reached",
+__all__ = ["Coverage", "Item", "Row", "LAYERS", "GAP_REASON", "REFUSAL_REQUIRES", "universe", "reached",
            "recording_rows", "emit_keys", "emit_failures", "scanner_verdicts", "scanner_keys", "warned_keys",
            "situation", "gap_findings", "gap_message"]

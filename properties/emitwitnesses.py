@@ -17,14 +17,16 @@ in-process only, and the z3 proofs cover them for any kernel's encoding."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from loomcheck.harness.script import Define, Start
 from loomcheck.harness.session import ImplementationFailed, Session
 from loomcheck.properties.jsonvalues import show
 from loomcheck.properties.keysafety import CorpusResult
 from loomcheck.properties.registry import Violation
-from loomcheck.symbolic.guards import Witness, all_witnesses
+
+if TYPE_CHECKING:  # z3 is imported when the corpus runs, not by every `loomcheck` start-up
+    from loomcheck.symbolic.guards import Witness
 
 CHECK = "corpus:emit-witnesses"
 ID = "emit.allowed-types-validated"
@@ -32,6 +34,8 @@ PATHS = ("flow", "effect")
 
 
 def sendable_witnesses() -> list[Witness]:
+    from loomcheck.symbolic.guards import all_witnesses
+
     return [w for w in all_witnesses() if w.expressible]
 
 
