@@ -34,7 +34,8 @@ for thread, meant_for in (("a", "go2"), ("b", "EXECUTION_CANCELLED"), ("c", "__p
     config = {"configurable": {"thread_id": thread}}
     flow.invoke({}, config)  # parks on go1
     flow.invoke(Command(resume=f"an answer meant for {meant_for}"), config)
-    taken[meant_for] = flow.get_state(config).values or flow.get_state(config).tasks[0].interrupts[0].value
+    state = flow.get_state(config)
+    taken[meant_for] = state.values or state.tasks[0].interrupts[0].value
 
 print("expected: each answer refused, nothing recorded (ADR 0104 D1: only a resume naming the parked gate answers it)")
 for meant_for, state in taken.items():
