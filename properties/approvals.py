@@ -301,10 +301,15 @@ def due_timers_wake(step: Step, trace: Trace) -> Iterator[Violation]:
                                 f"it: #{added[0].get('seq')} {added[0].get('type')}.", (added[0].get("seq"),))
             continue
         if due and (not added or added[0].get("type") != TIMER_FIRED):
+            parked = park_seq(before_log)
             yield Violation("approvals.timer-fires",
                             f"{execution} was parked on {moment.parked_on!r} until {wake_at}; the clock reads {trace.now}, "
                             f"and its timer did not wake it (its log " +
-                            (f"gained #{added[0].get('seq')} {added[0].get('type')}" if added else "is unchanged") + ").")
+                            (f"gained #{added[0].get('seq')} {added[0].get('type')}" if added else "is unchanged") + ").",
+                            (parked,) if parked else (), (f"the park whose wakeAt {wake_at} the clock ({trace.now}) has "
+                                                          "passed: its timer is due",),
+                            f"TIMER_FIRED {{wakeAt: {wake_at}}} appended when the clock passes wakeAt (ADR 0117 D5)",
+                            execution)
             return
         if not due and added:
             yield Violation("approvals.timer-fires",
@@ -327,7 +332,11 @@ def identity_before_shape(step: Step, trace: Trace) -> Iterator[Violation]:
     if why is not None:
         yield Violation("typed.identity-before-shape",
                         f"the approval of {op.type!r} is not authenticated ({why}), yet it was refused invalid-payload "
-                        f"({step.outcome.message[:60]}): the error told an unauthenticated caller the gate's contract.")
+                        f"({step.outcome.message[:60]}): the error told an unauthenticated caller the gate's contract.",
+                        (parked_at,) if parked_at is not None else (),
+                        (f"the park on {op.type!r} the approval was addressed to; the approval failed its identity "
+                         f"check ({why}) before its shape was looked at",),
+                        "refused for its identity (unauthenticated) before its payload is parsed (ADR 0077 D3)")
 
 
 @predicate("typed.rehydration-not-validated", on_load=True)

@@ -52,6 +52,19 @@ def non_idempotent_steps(trace: Trace, log: list[dict], execution: str) -> set[s
     return {op.id for op in flow.calls() if getattr(op, "kind", None) == "non-idempotent"} if flow else set()
 
 
+def _started_seq(log: list[dict], step_id: Any, attempt: Any) -> int | None:
+    return next((e.get("seq") for e in log if e.get("type") == "STEP_STARTED" and _payload(e).get("stepId") == step_id
+                 and _payload(e).get("attempt") == attempt), None)
+
+
+def _verdict_seq(log: list[dict], step_id: str, attempt: int) -> int | None:
+    """The event that recorded the verdict for (step, attempt): the kernel's decision, or a pre-0104 entry."""
+    for position in range(1, len(log) + 1):
+        if verdict_before(log, position, step_id, attempt):
+            return log[position - 1].get("seq")
+    return None
+
+
 def attempts(log: list[dict], step_id: str) -> dict[int, str]:
     """attempt -> "started" | "completed" | "failed", from the log."""
     found: dict[int, str] = {}
@@ -180,8 +193,13 @@ def effects_run_once(step: Step, trace: Trace) -> Iterator[Violation]:
         if key[0] not in steps:
             continue
         if key in seen:
+            start = _started_seq(step.log_after, key[0], key[1])
             yield Violation("indoubt.effect-once-per-attempt",
-                            f"the effect of the non-idempotent step {key[0]!r} ran twice for attempt {key[1]}.")
+                            f"the effect of the non-idempotent step {key[0]!r} ran twice for attempt {key[1]}"
+                            + (f" (started at #{start})." if start else "."),
+                            (start,) if start else (),
+                            (f"the start of attempt {key[1]}, whose effect the effects journal shows running twice",),
+                            "each attempt of a non-idempotent step runs its effect at most once (ADR 0104 D1)")
             return
         seen.add(key)
         recorded = attempts(step.log_after, key[0])
@@ -193,7 +211,13 @@ def effects_run_once(step: Step, trace: Trace) -> Iterator[Violation]:
         for k, state in recorded.items():
             verdict = verdict_before(step.log_after, len(step.log_after), key[0], k)
             if verdict and verdict.get("resolution") in ("succeeded", "failed") and isinstance(key[1], int) and key[1] > k:
+                cited = [(seq, role) for seq, role in (
+                    (_verdict_seq(step.log_after, key[0], k), f"the {verdict['resolution']} verdict for attempt {k}: "
+                                                              "the step is settled, nothing may run it again"),
+                    (_started_seq(step.log_after, key[0], key[1]), f"attempt {key[1]} started after that verdict, "
+                                                                    "and its effect ran")) if seq]
                 yield Violation("indoubt.effect-once-per-attempt",
                                 f"the effect of {key[0]!r} ran again (attempt {key[1]}) after a {verdict['resolution']} "
-                                f"verdict for attempt {k}.")
+                                f"verdict for attempt {k}.", tuple(s for s, _ in cited), tuple(r for _, r in cited),
+                                "a verdict settles the step: no further attempt runs its effect (ADR 0104 D1)")
                 return

@@ -75,12 +75,27 @@ def _loaded(session: Session, log: list[tuple[str, Any]], secure: bool = True,
 
 
 def _refused(step: Step, invariant: str, what: str, reasons: tuple[str, ...]) -> Iterator[Violation]:
+    should = f"refused {' or '.join(reasons)}, with nothing appended"
     if step.outcome.ok:
-        yield Violation(invariant, f"{what} was accepted; it must be refused ({' or '.join(reasons)}).")
+        yield Violation(invariant, f"{what} was accepted; it must be refused ({' or '.join(reasons)}).",
+                        *_addressed(step, what), should)
     elif step.outcome.reason not in reasons:
-        yield Violation(invariant, f"{what} was refused {step.outcome.reason}, not {' or '.join(reasons)}.")
+        yield Violation(invariant, f"{what} was refused {step.outcome.reason}, not {' or '.join(reasons)}.",
+                        *_addressed(step, what), should)
     if step.log_after != step.log_before:
-        yield Violation(invariant, f"{what} was refused but the log changed: a refusal appends nothing.")
+        added = [e.get("seq") for e in step.log_after[len(step.log_before):]][:4]
+        yield Violation(invariant, f"{what} was refused but the log changed: a refusal appends nothing.",
+                        tuple(added), tuple("appended although the operation was refused" for _ in added), should)
+
+
+def _addressed(step: Step, what: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The park a resume was addressed to, or the log's last event for any other operation."""
+    parks = [e for e in step.log_before if e.get("type") == "EXECUTION_SUSPENDED"]
+    if isinstance(step.op, Resume) and parks:
+        return (parks[-1]["seq"],), (f"the park {what} was addressed to",)
+    if step.log_before:
+        return (step.log_before[-1]["seq"],), (f"where the log stood when {what} came",)
+    return (), ()
 
 
 # --------------------------------------------------------------------- the override
@@ -160,19 +175,30 @@ def _honoured(session: Session, count: int, answer: str) -> Iterator[Violation]:
     if not any(isinstance(d, dict) and {k: d.get(k) for k in wanted} == wanted
                and ((d.get("rationale") or {}).get("approval") or {}).get("actor") == ACTOR
                and "verifiedBy" in ((d.get("rationale") or {}).get("approval") or {}) for d in decisions):
+        cited = [e["seq"] for e in appended if e["type"] == "DECISION_RECORDED"] or [e["seq"] for e in appended[:1]]
         yield Violation(recorded, f"the honoured override recorded {decisions or 'no DECISION_RECORDED'}, not "
-                                  f"{wanted} with rationale.approval {{actor, verifiedBy}}.")
+                                  f"{wanted} with rationale.approval {{actor, verifiedBy}}.", tuple(cited),
+                        tuple("appended by the honoured override" for _ in cited),
+                        f"DECISION_RECORDED {wanted} with rationale.approval {{actor, verifiedBy}}")
     frame = ((step.state_after or {}).get("steps") or {}).get("h") or {}
     if frame.get("status") != "completed" or frame.get("output") != answer:
+        ends = [e["seq"] for e in step.log_after if e["type"] in ("STEP_COMPLETED", "EXECUTION_SUSPENDED")
+                and isinstance(e["payload"], dict) and (e["payload"].get("stepId") == "h"
+                                                        or (e["payload"].get("condition") or {}).get("stepId") == "h")][-1:]
         yield Violation(applied, f"after discarding {count} entr(y/ies) the human step should complete with "
-                                 f"{answer!r}; it is {frame.get('status')} with {frame.get('output')!r}.")
+                                 f"{answer!r}; it is {frame.get('status')} with {frame.get('output')!r}.", tuple(ends),
+                        tuple("the human step's last record after the override" for _ in ends),
+                        f"the human step completes with {answer!r}, the {count} discarded entr(y/ies) skipped")
     session.apply(Restart())
     final = session.apply(Resume("x", "go2", "g2", _signed(session, "g2", None, gate="go2")))
     seen = [(e["payload"].get("on"), e["payload"].get("value")) for e in final.log_after
             if e["type"] == "loomcheck.observed" and isinstance(e["payload"], dict)]
     if not final.outcome.ok or (HUMAN, answer) not in seen or ("go2", "g2") not in seen:
+        observed = [e["seq"] for e in final.log_after if e["type"] == "loomcheck.observed"][-3:]
         yield Violation(applied, f"on the replay in a new process the human step must take {answer!r} again "
-                                 f"and go2 its own answer; observed {seen} ({final.outcome.short()}).")
+                                 f"and go2 its own answer; observed {seen} ({final.outcome.short()}).", tuple(observed),
+                        tuple("what a suspend point passed with on the replay" for _ in observed),
+                        f"the human step takes {answer!r} again, and go2 'g2'")
 
 
 run_legacy_override = _guarded(_override_run, "legacy.override-authenticated")

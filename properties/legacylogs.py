@@ -11,7 +11,7 @@ logs the kernel itself writes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from loomcheck.fleet.corpus import Case
@@ -122,8 +122,7 @@ def run_legacy_logs(session: Session, invariant_ids: tuple[str, ...]) -> CorpusR
         # on its warnings names itself instead of a counterexample file.
         if any(not v.message.startswith(WARNING_MARK) for v in found) and result.operations is None:
             result.operations = session.script()
-        result.violations.extend(Violation(v.invariant, v.message.removeprefix(WARNING_MARK), v.events)
-                                 for v in found)
+        result.violations.extend(replace(v, message=v.message.removeprefix(WARNING_MARK)) for v in found)
     _fleet(session, invariant_ids, result)
     if "hazard.downgrade" in invariant_ids:
         result.cases += 1
@@ -196,18 +195,31 @@ def _judge(session: Session, case: LegacyCase) -> Iterator[Violation]:
     expected = scan_log(log, case.snapshot, kinds_of(case.program), live)
     held = ((loaded.state_after or {}).get("variables") or {}).get("_resumePayloads") or []
     if case.snapshot is None and list(held) != list(expected.answers):
+        strays = [c for c in expected.classified if c.seq][:3]
         yield Violation("legacy.replayed-as-written", f"{case.name}: the loaded log folds to the answer list "
-                        f"{held!r}; as written it is {list(expected.answers)!r} (every pre-0104 entry stays).")
+                        f"{held!r}; as written it is {list(expected.answers)!r} (every pre-0104 entry stays).",
+                        tuple(c.seq for c in strays),
+                        tuple(f"entry {c.index}, which answered no suspend point ({c.why}): it stays in the answer list"
+                              for c in strays), f"the answer list as written, {list(expected.answers)!r} (ADR 0104 D2)")
     step = session.apply(_operation(case))
     label = f"{case.name} ({step.outcome.short()})"
     refused = not step.outcome.ok and step.outcome.reason == "ambiguous-legacy-answers"
     if expected.refused and not refused:
+        ambiguity = expected.ambiguities[0]
         yield Violation("legacy.ambiguous-refused" if case.judged != "legacy.park-attribution" else case.judged,
-                        f"{label}: the log holds an ambiguous human answer ({expected.ambiguities[0].shape} of "
-                        f"step {expected.ambiguities[0].step_id!r}); it must be refused ambiguous-legacy-answers.")
+                        f"{label}: the log holds an ambiguous human answer ({ambiguity.shape} of "
+                        f"step {ambiguity.step_id!r}); it must be refused ambiguous-legacy-answers.",
+                        (ambiguity.seq,) if ambiguity.seq else (),
+                        (f"makes the answer of human step {ambiguity.step_id!r} ambiguous ({ambiguity.shape})",),
+                        "refused ambiguous-legacy-answers, with nothing appended (ADR 0104 D2)")
     if refused and not expected.refused:
+        parks = [e["seq"] for e in step.log_before if e["type"] == "EXECUTION_SUSPENDED"
+                 and isinstance(e["payload"], dict) and isinstance((e["payload"].get("condition") or {}).get("stepId"), str)]
         yield Violation(case.judged if case.judged == "legacy.park-attribution" else "legacy.ambiguous-refused",
-                        f"{label}: refused ambiguous-legacy-answers, but no human step's answer is ambiguous here.")
+                        f"{label}: refused ambiguous-legacy-answers, but no human step's answer is ambiguous here.",
+                        tuple(parks[-1:]), tuple("the newest human park: credited to the step its condition.stepId "
+                                                 "names, it leaves no answer ambiguous" for _ in parks[-1:]),
+                        "accepted: with each park attributed as ADR 0104 D2 says, nothing here is ambiguous")
     if refused and step.log_after != step.log_before:
         yield Violation("legacy.ambiguous-refused", f"{label}: refused, but the log changed.")
     warned = set(_warned(session, "x"))
@@ -227,10 +239,13 @@ def _as_written(step: Step, label: str) -> Iterator[Violation]:
         if isinstance(fact, dict) and isinstance(fact.get("gate"), int):
             index = fact["gate"]
             if index >= len(entries) or entries[index] != fact.get("value"):
+                held = entries[index] if index < len(entries) else 'nothing'
                 yield Violation("legacy.replayed-as-written",
                                 f"{label}: suspend point {index} ({fact.get('on')}) received {fact.get('value')!r}, "
-                                f"but the answer list holds {entries[index] if index < len(entries) else 'nothing'!r} "
-                                f"at that index.")
+                                f"but the answer list holds {held!r} at that index.", (event["seq"],),
+                                ("the suspend point's observation of what it passed with",),
+                                f"suspend point {index} passes with entry {index} of the answer list as written, "
+                                f"{held!r} (ADR 0104 D2: every pre-0104 entry stays)")
 
 
 def _downgrade(session: Session) -> list[Violation]:

@@ -54,10 +54,21 @@ def refusal_is_typed(step: Step, trace: Trace) -> Iterator[Violation]:
         return
     known = {r.reason: r.error for r in refusals().refusal}
     reason, error = step.outcome.reason, step.outcome.error
+    scene = _scene(step, trace)
     if reason not in known:
-        yield Violation("refusal.typed-reason", f"{step.op.op} was refused with reason {reason!r}, which is not a catalogued refusal reason.")
+        yield Violation("refusal.typed-reason", f"{step.op.op} was refused with reason {reason!r}, which is not a catalogued refusal reason.",
+                        *scene, "a reason from spec/refusals.toml, whose error type the catalogue names")
     elif error != known[reason]:
-        yield Violation("refusal.typed-reason", f"{step.op.op} was refused {reason!r} as {error!r}; the catalogue types that reason as {known[reason]!r}.")
+        yield Violation("refusal.typed-reason", f"{step.op.op} was refused {reason!r} as {error!r}; the catalogue types that reason as {known[reason]!r}.",
+                        *scene, f"{known[reason]} {reason} (spec/refusals.toml)")
+
+
+def _scene(step: Step, trace: Trace) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The event the refusal was judged against: the execution's last before the operation."""
+    if not step.log_before or type(step.log_before[-1].get("seq")) is not int:
+        return (), ()
+    return ((step.log_before[-1]["seq"],),
+            (f"the last event before the refused {step.op.op}; the execution was {describe(_before(step, trace))}",))
 
 
 @predicate("resume.kernel-namespace")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from loomcheck.cli import main
+from loomcheck.properties.explain import LAST
 from loomcheck.reports.model import InvariantRecord, Report
 from loomcheck.spec.catalogue import load_catalogue
 from mutants import CATCHES
@@ -100,6 +101,8 @@ def check_explanation(mutant: str, invariant: str, record: InvariantRecord) -> N
     assert why.catalogueEntry == f"docs/invariants.md#{invariant}"
     if record.counterexampleEvents:  # some counterexamples append nothing (a configuration refused, a name crashing)
         assert why.evidence, "an explanation cites at least one event of the counterexample"
+        assert any(cited.role != LAST for cited in why.evidence), \
+            f"the check cites no event of its own, only the log's last:\n{why.text}"
     for cited in why.evidence:
         assert cited.type, f"#{cited.seq} is not an event of the counterexample's log"
         assert f"#{cited.seq} {cited.type}" in why.text
