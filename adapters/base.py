@@ -125,6 +125,12 @@ class PeerDriver:
             return Outcome.refused("ResumeRefusedError", "gate-mismatch", f"parked on {parked.get('on')!r}, not {event_type!r}")
         return None
 
+    # -- reproducers ------------------------------------------------------------------
+    def translation(self) -> Any:
+        """How this adapter reads as the peer's own source (adapters/scripts/), for
+        `loomcheck repro`; None when it has none yet."""
+        return None
+
     # -- identity ---------------------------------------------------------------------
     def hello(self) -> Hello:
         mode = ", raw" if self.guarded is False else ""

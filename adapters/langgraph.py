@@ -143,6 +143,11 @@ class LangGraphDriver(PeerDriver):
     def _finished(self, execution_id: str) -> bool:
         return isinstance(self._last.get(execution_id), (Completed, Failed))
 
+    def translation(self) -> Any:
+        from loomcheck.adapters.scripts.langgraph import LangGraphScript
+
+        return LangGraphScript(guarded=self.guarded is True)
+
     # -- the driver interface ----------------------------------------------------------
     def start(self, execution_id: str, flow_id: str, input: JSON) -> Outcome:
         refused = self.open_execution(execution_id, flow_id, input)  # a used thread id would continue that thread

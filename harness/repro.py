@@ -21,6 +21,7 @@ outcomes differ from the reference kernel's.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,8 @@ class Finding:
     outcomes: list[str]
     reference_outcomes: list[str]
     executions: list[str]
+    logs: dict[str, list[dict[str, JSON]]] | None   # None: not known (the implementation raised)
+    failure: str = ""   # how the implementation failed, when it raised
 
 
 class ReproError(Exception):
@@ -63,16 +66,31 @@ def write_repro(log: RegressionLog, impl: str, out: Path) -> list[Path]:
         result = run_operations(Session(driver, frozenset(hello_of(driver).features)), operations)
     finally:
         driver.close()
+    translation = None if stdio else getattr(driver, "translation", lambda: None)()
+    outcomes = list(result.outcomes)
     if result.failure is not None and not stdio:
-        raise ReproError(f"the implementation failed while replaying: {result.failure}")
-    finding = Finding(_explanation(result, log), result.outcomes, run_on_reference(operations).outcomes,
-                      list(result.logs))
+        if translation is None:
+            raise ReproError(f"the implementation failed while replaying: {result.failure}")
+        outcomes.append(raised_label(result.failure.detail))  # a peer's exception is its finding
+    # A run that raised is explained by the exception, not by a check it cut short; its logs
+    # were not read to the end.
+    finding = Finding(None if result.failure else _explanation(result, log), outcomes,
+                      run_on_reference(operations).outcomes, list(result.logs),
+                      None if result.failure else result.logs, str(result.failure) if result.failure else "")
     out.mkdir(parents=True, exist_ok=True)
     if stdio:
         return _write_exchange(driver, log, finding, out)
     path = out / "repro.py"
-    path.write_text(python_script(log, impl, operations, finding), encoding="utf-8")
+    text = (peer_script(translation, log, operations, finding) if translation is not None
+            else python_script(log, impl, operations, finding))
+    path.write_text(text, encoding="utf-8")
     return [path]
+
+
+def raised_label(detail: str) -> str:
+    """`raised:<exception type>` from the harness's "raised <Type>: message"."""
+    found = re.search(r"raised\s+([A-Za-z_][\w.]*)", detail)
+    return f"raised:{found.group(1).rpartition('.')[2] if found else 'Exception'}"
 
 
 def _explanation(result: ReplayResult, log: RegressionLog) -> Explanation | None:
@@ -85,6 +103,34 @@ def evidence_of(finding: Finding) -> list[list[JSON]]:
     if finding.explanation is None:
         return []
     return [[e.execution, e.seq, e.type] for e in finding.explanation.evidence if e.type]
+
+
+# -- a peer, in its own API (adapters/scripts/) -------------------------------------------
+def peer_script(translation: Any, log: RegressionLog, operations: list[Operation], finding: Finding) -> str:
+    from loomcheck.adapters.scripts import Found, Untranslatable, script
+
+    why = finding.explanation
+    found = Found(
+        invariant=why.invariant if why else ", ".join(log.invariants),
+        where=why.where if why else f"ADR {log.adr}",
+        explanation=why.text() if why else "",
+        expected=(why.expected or why.rule or "") if why else _expected_without_explanation(finding),
+        claim=why.claim if why else (finding.failure or (log.found.message if log.found else "")
+                                     or "the outcomes and logs loomcheck saw"),
+        evidence=[(e.execution, e.seq) for e in why.evidence if e.type] if why else [],
+        outcomes=finding.outcomes, logs=finding.logs, reference=finding.reference_outcomes)
+    try:
+        return script(translation, found, list(zip(operations, finding.outcomes)), log.name)
+    except Untranslatable as exc:
+        raise ReproError(f"no {translation.peer} source for this counterexample: {exc}") from exc
+
+
+def _expected_without_explanation(finding: Finding) -> str:
+    if finding.failure and len(finding.reference_outcomes) >= len(finding.outcomes):
+        number = len(finding.outcomes)
+        return (f"operation {number} answered as the reference kernel answers it "
+                f"({finding.reference_outcomes[number - 1]}), not an exception")
+    return "the reference kernel's outcomes"
 
 
 # -- Python in process ------------------------------------------------------------------
