@@ -630,6 +630,11 @@ class DbosDriver(PeerDriver):
             self.programs = json.loads(flows.read_text())
             self.flows = {k: FlowProgram.model_validate(v) for k, v in self.programs.items()}
 
+    def translation(self) -> Any:
+        from loomcheck.adapters.scripts.dbos import DbosScript
+
+        return DbosScript()
+
     # -- the worker -----------------------------------------------------------------
     def _ensure(self) -> list[str]:
         """A live worker; launching one runs DBOS's recovery. The ids it re-drove."""

@@ -286,10 +286,12 @@ def script(translation: Translation, found: Found, operations: list[tuple[Any, s
     lines += ["", *translation.state(), "",
               f"EVIDENCE = {cited!r}  # the events the explanation cites: [execution, event]",
               f"FOUND_OUTCOMES = {found.outcomes!r}  # when loomcheck found it",
-              "FOUND_LOGS = " + pprint.pformat(found.logs, width=110, sort_dicts=False).replace("\n", "\n" + " " * 13),
+              # An execution the operations only named (an unknown id) has no log in the script either.
+              "FOUND_LOGS = " + pprint.pformat(None if found.logs is None else {x: log for x, log in found.logs.items() if log},
+                                               width=110, sort_dicts=False).replace("\n", "\n" + " " * 13),
               f"REFERENCE = {found.reference!r}  # the reference kernel's outcomes for the same operations",
-              f"EXPECTED = {found.expected!r}",
-              f"CLAIM = {found.claim!r}",
+              f"EXPECTED = {ascii_only(found.expected)!r}",  # printable whatever the names (a lone surrogate)
+              f"CLAIM = {ascii_only(found.claim)!r}",
               *JUDGEMENT.rstrip("\n").splitlines(), ""]
     return "\n".join(lines)
 
