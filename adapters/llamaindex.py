@@ -225,6 +225,11 @@ class LlamaIndexDriver(PeerDriver):
         if pending is not None:
             self.record_answer(execution_id, *pending)
 
+    def translation(self) -> Any:
+        from loomcheck.adapters.scripts.llamaindex import LlamaIndexScript
+
+        return LlamaIndexScript()
+
     # -- running ------------------------------------------------------------------------
     def _drive(self, operation: Callable[[list[Any]], Any]) -> Any:
         """Run one operation on the driver's loop; afterwards no run of the peer is left going

@@ -22,7 +22,7 @@ from loomcheck.spec.regressions import load_regression
 PEERS = Path(__file__).parents[1] / "reports" / "peers"
 # report folder -> (the --impl that produced it, the library it needs)
 TRANSLATED = {"langgraph": ("langgraph", "langgraph"), "langgraph-raw": ("langgraph-raw", "langgraph"),
-              "dbos": ("dbos", "dbos")}
+              "llamaindex": ("llamaindex", "workflows"), "dbos": ("dbos", "dbos")}
 RUNNER = ("import runpy, sys; sys.modules['loomcheck'] = None; "
           "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
 CASES = [(report, log) for report in TRANSLATED for log in sorted((PEERS / report / "counterexamples").glob("*.json"))]

@@ -186,7 +186,7 @@ JUDGEMENT = '''
 for execution, log in LOGS.items():
     print(f"log {execution}:")
     for event in log:
-        print(f"  #{event['seq']} {event['type']} {json.dumps(event['payload'])}")
+        print(f"  #{event['seq']} {ascii(event['type'])[1:-1]} {json.dumps(event['payload'])}")
 if len(sys.argv) > 1:  # python this.py FILE: what the script saw, as JSON
     with open(sys.argv[1], "w") as out:
         json.dump({"outcomes": OUTCOMES, "logs": LOGS}, out)
