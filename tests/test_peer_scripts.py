@@ -25,7 +25,17 @@ TRANSLATED = {"langgraph": ("langgraph", "langgraph"), "langgraph-raw": ("langgr
               "llamaindex": ("llamaindex", "workflows"), "dbos": ("dbos", "dbos")}
 RUNNER = ("import runpy, sys; sys.modules['loomcheck'] = None; "
           "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
-CASES = [(report, log) for report in TRANSLATED for log in sorted((PEERS / report / "counterexamples").glob("*.json"))]
+ROOT = PEERS.parents[1]
+
+
+def counterexamples(report: str) -> list[Path]:
+    """The report's shrunk counterexamples, and the committed regression logs its failures cite."""
+    results = json.loads((PEERS / report / "report.json").read_text())["results"]
+    cited = {ROOT / r["counterexample"] for r in results if r["status"] in ("fail", "error") and r.get("counterexample")}
+    return sorted(set((PEERS / report / "counterexamples").glob("*.json")) | cited)
+
+
+CASES = [(report, log) for report in TRANSLATED for log in counterexamples(report)]
 
 
 def constants(script: Path) -> dict[str, object]:
