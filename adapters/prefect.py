@@ -340,6 +340,11 @@ class PrefectDriver(PeerDriver):
         value = json.loads(text) if text else None
         return json.loads(value) if isinstance(value, str) else value
 
+    def translation(self) -> Any:
+        from loomcheck.adapters.scripts.prefect import PrefectScript
+
+        return PrefectScript(guarded=self.guarded is True)
+
     # -- the driver interface ----------------------------------------------------------
     def start(self, execution_id: str, flow_id: str, input: JSON) -> Outcome:
         if flow_id not in self.flows:

@@ -94,7 +94,9 @@ def raised_label(detail: str) -> str:
 
 
 def _explanation(result: ReplayResult, log: RegressionLog) -> Explanation | None:
-    named = [v for v in result.violations if v.invariant in log.invariants]
+    """The first violation of an invariant the log names; else the first of any (a committed
+    regression log replayed on another kernel can break invariants it was not written for)."""
+    named = [v for v in result.violations if v.invariant in log.invariants] or result.violations
     return result.explain(named[0]) if named else None
 
 
@@ -113,7 +115,7 @@ def peer_script(translation: Any, log: RegressionLog, operations: list[Operation
     found = Found(
         invariant=why.invariant if why else ", ".join(log.invariants),
         where=why.where if why else f"ADR {log.adr}",
-        explanation=why.text() if why else "",
+        explanation=why.text() if why else _without_explanation(log, finding),
         expected=(why.expected or why.rule or "") if why else _expected_without_explanation(finding),
         claim=why.claim if why else (finding.failure or (log.found.message if log.found else "")
                                      or "the outcomes and logs loomcheck saw"),
@@ -123,6 +125,17 @@ def peer_script(translation: Any, log: RegressionLog, operations: list[Operation
         return script(translation, found, list(zip(operations, finding.outcomes)), log.name)
     except Untranslatable as exc:
         raise ReproError(f"no {translation.peer} source for this counterexample: {exc}") from exc
+
+
+def _without_explanation(log: RegressionLog, finding: Finding) -> str:
+    """What the docstring says when no check's violation explains the failure (an exception, or a
+    corpus case whose judgement is not a per-step check)."""
+    lines = [log.description] if log.description else []
+    if log.found is not None:
+        lines.append(f"Found as {log.found.invariant} on {log.found.implementation}: {log.found.message}")
+    if finding.failure:
+        lines.append(f"The implementation raised: {finding.failure}")
+    return "\n".join(lines)
 
 
 def _expected_without_explanation(finding: Finding) -> str:
