@@ -14,7 +14,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.func import entrypoint
 from langgraph.types import Command, interrupt
 
-COVERS = {"langgraph-raw": ("recovery.records-no-answer", "resume.not-suspended")}
+COVERS = {"langgraph-raw": ("recovery.records-no-answer",)}
 
 saver = SqliteSaver(sqlite3.connect(":memory:", check_same_thread=False))
 

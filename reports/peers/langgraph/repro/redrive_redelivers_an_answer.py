@@ -18,7 +18,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.func import entrypoint
 from langgraph.types import Command, interrupt
 
-COVERS = {"langgraph-raw": ("gate.i-receives-entry-i", "recovery.skips-parked")}
+COVERS = {"langgraph-raw": ("gate.i-receives-entry-i", "recovery.skips-parked", "model.refines-gate-discipline")}
 
 saver = SqliteSaver(sqlite3.connect(":memory:", check_same_thread=False))
 

@@ -15,7 +15,8 @@ import sys
 
 from two_gates import Gates, answer, gates, park
 
-COVERS = {"llamaindex": ("typed.undeclared-unchanged", "refusal.append-nothing", "replay.step-runs-once")}
+COVERS = {"llamaindex": ("typed.undeclared-unchanged", "refusal.append-nothing", "replay.step-runs-once",
+                          "model.refines-gate-discipline")}
 
 
 async def scenario():
