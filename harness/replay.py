@@ -3,6 +3,8 @@ every predicate after every step, and compare with what the log expects."""
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +24,8 @@ class ReplayResult:
     outcomes: list[str] = field(default_factory=list)
     logs: dict[str, list[dict]] = field(default_factory=dict)
     snapshots: dict[str, dict] = field(default_factory=dict)  # imported executions' snapshots, for explanations
+    # Per operation: its execution, the seq of that execution's last event before it, and the seqs it appended.
+    marks: list[tuple[str | None, int | None, list[int]]] = field(default_factory=list)
     failure: ImplementationFailed | None = None
 
     def violated(self, invariant_id: str) -> list[Violation]:
@@ -49,6 +53,8 @@ def run_operations(session: Session, operations: list[Operation], invariant_ids:
         for op in operations:
             step = session.apply(op)
             result.outcomes.append(outcome_label(step))
+            result.marks.append((step.execution, step.log_before[-1].get("seq") if step.log_before else None,
+                                 [e.get("seq") for e in step.log_after[len(step.log_before):]]))
             result.violations.extend(check_step(step, session.trace, ids))
         for execution in session.executions():
             result.logs[execution] = session.read_log(execution)
@@ -108,6 +114,25 @@ def compare(expect: Expectation, result: ReplayResult, versioned: bool = True) -
                     f"#{e.get('seq')} {e.get('type')}" for e in extra[:4]) + f" ({len(got)} events, expected {len(wanted)})")
     return found
 
+
+
+def difference_violation(invariant: str, log_name: str, difference: str, result: ReplayResult) -> Violation:
+    """A difference from a regression log's expectation (compare's wording) as a violation of the
+    invariant the log backs, citing the first differing event, or the log's end for an outcome."""
+    first = re.match(r"(?P<x>.+?) #(?P<seq>\d+): expected (?P<want>.+?), got ", difference)
+    if first is not None and first.group("x") in result.logs:
+        return Violation(invariant, f"{log_name}: {difference}", (int(first.group("seq")),),
+                         ("the first event that differs from what the committed regression log expects",),
+                         f"#{first.group('seq')} {first.group('want')}, as {log_name} records it", first.group("x"))
+    outcome = re.match(r"operation (?P<n>\d+): expected (?P<want>\S+), got ", difference)
+    if outcome is not None:
+        number = int(outcome.group("n"))
+        execution, before, appended = result.marks[number - 1] if number <= len(result.marks) else (None, None, [])
+        cited = [(seq, f"appended by operation {number}") for seq in appended[:4]] or \
+                [(before, f"the last event before operation {number}")] if before is not None or appended else []
+        return Violation(invariant, f"{log_name}: {difference}", tuple(s for s, _ in cited), tuple(r for _, r in cited),
+                         f"operation {number} {outcome.group('want')}, as {log_name} records it", execution)
+    return Violation(invariant, f"{log_name}: {difference}")
 
 
 def _unversioned(event: dict) -> dict:

@@ -17,7 +17,8 @@ from typing import Callable
 from loomcheck import __version__
 from loomcheck.harness.driver import Driver, Hello
 from loomcheck.harness.loading import ImplementationSpecError, TransportOptions, killable, resolve_factory
-from loomcheck.harness.replay import expectation_of, minimise, replay, run_on_reference, run_operations
+from loomcheck.harness.replay import (difference_violation, expectation_of, minimise, replay, run_on_reference,
+                                      run_operations)
 from loomcheck.harness.script import (
     AdvanceClock,
     Configure,
@@ -414,8 +415,8 @@ class Run:
                     problems += result.differences  # a hazard is demonstrated by its predicate alone
                 if problems and tally.failure is None:
                     tally.failure = f"{log.name}: {problems[0]}"
-                    found = result.violated(invariant_id)
-                    tally.explanation = result.explain(found[0]) if found else None
+                    found = result.violated(invariant_id) or [difference_violation(invariant_id, log.name, problems[0], result)]
+                    tally.explanation = result.explain(found[0])
                     tally.counterexample = committed_path(label)
                     tally.operations = len(log.operations)
                     tally.events = sum(len(v) for v in result.logs.values())

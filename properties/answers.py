@@ -42,6 +42,13 @@ def logs_touched(step: Step) -> list[tuple[str, list[dict], list[dict]]]:
     return [(step.execution, step.log_before, step.log_after)]
 
 
+def _records_nothing(status: str | None) -> str:
+    """What ADR 0104 D1's table records for an execution in `status` that is parked at no gate."""
+    if status in ("completed", "failed", "cancelled"):
+        return f"a {status} execution re-opened records EXECUTION_RESUMED(null), no answer"
+    return "a crashed or running execution records no answer"
+
+
 @predicate("answer.one-suspend-point")
 def entries_answer_parks(step: Step, trace: Trace) -> Iterator[Violation]:
     for execution, before, after in logs_touched(step):
@@ -56,7 +63,7 @@ def entries_answer_parks(step: Step, trace: Trace) -> Iterator[Violation]:
                 yield Violation("answer.one-suspend-point",
                                 f"#{event['seq']} EXECUTION_RESUMED {show(event.get('payload'), 40)} became answer entry "
                                 f"{entry.index} while the execution was {moment.status}, parked at no gate: the next gate "
-                                f"will pass with an answer nobody gave it (ADR 0104 D1: a crashed execution records nothing).",
+                                f"will pass with an answer nobody gave it (ADR 0104 D1: {_records_nothing(moment.status)}).",
                                 cited, roles, recording_row(moment))
             else:
                 yield Violation("answer.one-suspend-point",

@@ -79,3 +79,24 @@ def test_markdown_and_html_show_the_explanation(tmp_path: Path) -> None:
     path.write_text(report.model_dump_json())
     html = render_matrix([(path, report)], html_dir=tmp_path)
     assert "Why they fail" in html and "#4 EXECUTION_RESUMED {}</code>: the entry" in html
+
+
+def test_a_difference_from_a_regression_log_is_explained_by_what_the_operation_appended() -> None:
+    """A committed regression log that fails on its outcomes, not on a check, still cites its events."""
+    from loomcheck.harness.replay import difference_violation, run_on_reference
+    from loomcheck.harness.script import Define, Resume, Start
+
+    result = run_on_reference([Define("f", {"body": [{"op": "suspend", "on": "go1"}, {"op": "complete"}]}),
+                               Start("x", "f", None), Resume("x", "go1", "yes")])
+    appended = [e["seq"] for e in result.logs["x"][2:]]  # what the resume wrote after the park
+    outcome = difference_violation("resume.gate-mismatch", "some-log", "operation 3: expected refused:gate-mismatch, got ok",
+                                   result)
+    assert outcome.events == tuple(appended[:4]) and outcome.execution == "x"
+    assert outcome.roles[0] == "appended by operation 3"
+    assert outcome.expected == "operation 3 refused:gate-mismatch, as some-log records it"
+    why = result.explain(outcome)
+    assert [e.type for e in why.evidence][:2] == ["go1", "EXECUTION_RESUMED"]
+
+    event = difference_violation("fold.matches-reference", "some-log", 'x #2: expected EXECUTION_SUSPENDED {}, got go1 "yes"',
+                                 result)
+    assert event.events == (2,) and event.execution == "x" and "differs" in event.roles[0]
