@@ -9,6 +9,7 @@ the report is written after every phase, so an interrupted run leaves one."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 from dataclasses import replace, dataclass, field
 from pathlib import Path
@@ -169,6 +170,7 @@ class Run:
         self.seed = run_seed(seed, self.budget.derandomize)  # issue 9: a randomised run records the seed it drew
         self.database = database  # a Hypothesis example database (fuzz/campaign.py); None keeps ci reproducible
         self.report_dir = report_dir
+        self._written: dict[str, str] = {}  # a counterexample's operations (as JSON) -> the file this run wrote them to
         self.transport = transport or TransportOptions()
         self.manifest = manifest
         self._on_progress = progress or (lambda phase, done, total: None)
@@ -490,6 +492,9 @@ class Run:
                               error: str | None) -> str | None:
         if not operations:  # a failure that did not reproduce shrinks to nothing: there is no log to write
             return None
+        key = name + json.dumps([to_json(op) for op in operations], sort_keys=True)
+        if key in self._written:  # the same failure found again (an implementation error, say): one file
+            return self._written[key]
         expected = run_on_reference(operations, self.transport)
         log = RegressionLog.model_validate({
             "name": name, "adr": self._adr_of(name), "origin": "counterexample",
@@ -500,9 +505,14 @@ class Run:
             "expect": expectation_of(expected).model_dump() if expected.failure is None else None,
             "found": Found(invariant=name, message=message or error or "", implementation=self.impl).model_dump(),
         })
-        path = self.report_dir / "counterexamples" / f"{name}.json"
+        # Several implementation errors in one run each keep their own file (not an invariant: no one tally).
+        taken = set(self._written.values()) if name not in self.tallies else set()
+        path = next(p for n in range(1, len(taken) + 2)
+                    for p in [self.report_dir / "counterexamples" / (f"{name}.json" if n == 1 else f"{name}-{n}.json")]
+                    if str(p) not in taken)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(dump_regression(log), encoding="utf-8")
+        self._written[key] = str(path)
         return str(path)
 
     def _adr_of(self, invariant_id: str) -> str:
