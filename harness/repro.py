@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loomcheck.harness.replay import ReplayResult, run_on_reference, run_operations
+from loomcheck.harness.replay import ReplayResult, compare, difference_violation, run_on_reference, run_operations
 from loomcheck.harness.script import (AdvanceClock, Configure, Define, Load, Operation, Recover,
                                       RecoverAbandoned, Restart, Resume, ResumeAs, Start, describe, from_model)
 from loomcheck.harness.session import Session, hello_of
@@ -63,7 +63,8 @@ def write_repro(log: RegressionLog, impl: str, out: Path) -> list[Path]:
     if stdio:
         driver.transcript = []
     try:
-        result = run_operations(Session(driver, frozenset(hello_of(driver).features)), operations)
+        hello = hello_of(driver)
+        result = run_operations(Session(driver, frozenset(hello.features)), operations, applicable(impl, hello))
     finally:
         driver.close()
     translation = None if stdio else getattr(driver, "translation", lambda: None)()
@@ -74,7 +75,7 @@ def write_repro(log: RegressionLog, impl: str, out: Path) -> list[Path]:
         outcomes.append(raised_label(result.failure.detail))  # a peer's exception is its finding
     # A run that raised is explained by the exception, not by a check it cut short; its logs
     # were not read to the end.
-    finding = Finding(None if result.failure else _explanation(result, log), outcomes,
+    finding = Finding(None if result.failure else _explanation(result, log, "code-versions" in hello.features), outcomes,
                       run_on_reference(operations).outcomes, list(result.logs),
                       None if result.failure else result.logs, str(result.failure) if result.failure else "")
     out.mkdir(parents=True, exist_ok=True)
@@ -87,17 +88,42 @@ def write_repro(log: RegressionLog, impl: str, out: Path) -> list[Path]:
     return [path]
 
 
+def applicable(impl: str, hello: Any) -> list[str]:
+    """The invariants that judge this implementation: those whose driver features it declares, less
+    what its manifest (a peer adapter's own) declares not applicable. The rest cannot explain it."""
+    from loomcheck.cli import peer_manifest
+    from loomcheck.harness.runner import not_applicable_because
+    from loomcheck.reports.manifest import load_manifest
+    from loomcheck.spec.catalogue import load_catalogue
+
+    catalogue = load_catalogue()
+    shipped = peer_manifest(impl)
+    manifest = load_manifest(shipped, catalogue) if shipped is not None else None
+    withheld = {f: "unsupported" for f in manifest.unsupported} if manifest is not None else {}
+    return [inv.id for inv in (catalogue.get(i) for i in catalogue.ids)
+            if not_applicable_because(inv, hello, withheld) is None
+            and (manifest is None or manifest.not_applicable_reason(inv.id) is None)]
+
+
 def raised_label(detail: str) -> str:
     """`raised:<exception type>` from the harness's "raised <Type>: message"."""
     found = re.search(r"raised\s+([A-Za-z_][\w.]*)", detail)
     return f"raised:{found.group(1).rpartition('.')[2] if found else 'Exception'}"
 
 
-def _explanation(result: ReplayResult, log: RegressionLog) -> Explanation | None:
-    """The first violation of an invariant the log names; else the first of any (a committed
-    regression log replayed on another kernel can break invariants it was not written for)."""
-    named = [v for v in result.violations if v.invariant in log.invariants] or result.violations
-    return result.explain(named[0]) if named else None
+def _explanation(result: ReplayResult, log: RegressionLog, versioned: bool) -> Explanation | None:
+    """The first violation of an invariant the log names; else the first of any that judges this
+    implementation (a committed regression log replayed on another kernel can break invariants it
+    was not written for); else the first difference from what the log expects, as the runner
+    counts it against the invariants the log names."""
+    found = [v for v in result.violations if v.invariant in log.invariants] or result.violations
+    if found:
+        return result.explain(found[0])
+    if log.expect is not None and log.invariants:
+        differences = compare(log.expect, result, versioned)
+        if differences:
+            return result.explain(difference_violation(log.invariants[0], log.name, differences[0], result))
+    return None
 
 
 def evidence_of(finding: Finding) -> list[list[JSON]]:
