@@ -29,7 +29,7 @@ import pprint
 from dataclasses import dataclass, field
 from typing import Any
 
-from loomcheck.harness.script import Define
+from loomcheck.harness.script import Define, Recover, RecoverAbandoned, Resume, Start
 from loomcheck.spec.programs import (CompleteOp, EmitOp, FlowProgram, InputOp, ObserveOp, StepOp, SuspendOp)
 from loomcheck.spec.vocabulary import vocabulary
 
@@ -85,10 +85,22 @@ class Translation:
         """An expression: the input this run was handed."""
         raise NotImplementedError
 
+    # The driver operations the adapter maps, as functions the setup defines under these names.
+    calls: tuple[str, ...] = ("start", "resume")
+
     def operation(self, op: Any, outcome: str) -> str:
         """An expression performing one driver operation, whose value is its outcome label
-        (ok, ok:crashed, refused:<reason>). `outcome` is the label when loomcheck ran it."""
-        raise NotImplementedError
+        (ok, ok:crashed, refused:<reason>). `outcome` is the label when loomcheck ran it.
+        A resume's options are dropped: no adapter passes them on (no peer has a counterpart)."""
+        if isinstance(op, Start) and "start" in self.calls:
+            return f"start({op.execution!r}, {op.flow!r}, {op.input!r})"
+        if isinstance(op, Resume) and "resume" in self.calls:
+            return f"resume({op.execution!r}, {op.type!r}, {op.payload!r})"
+        if isinstance(op, Recover) and "recover" in self.calls:
+            return f"recover({op.execution!r})"
+        if isinstance(op, RecoverAbandoned) and "recover_abandoned" in self.calls:
+            return "recover_abandoned()"
+        raise Untranslatable(f"{type(op).__name__} has no {self.peer} counterpart in the adapter")
 
     def state(self) -> list[str]:
         """Lines that print what the peer itself reports of each execution (its own API), for the reader."""

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loomcheck.adapters.scripts import Translation, Untranslatable, crash_attempts
-from loomcheck.harness.script import Recover, RecoverAbandoned, Resume, Start
+from loomcheck.adapters.scripts import Translation, crash_attempts
 from loomcheck.spec.programs import StepOp
 
 JSON = Any
@@ -423,6 +422,7 @@ class DbosScript(Translation):
 
     peer = "DBOS Transact"
     install = "pip install dbos"
+    calls = ('start', 'resume', 'recover', 'recover_abandoned')
 
     def __init__(self) -> None:
         self._gates: list[dict[str, JSON]] = []  # the flow being written's gates, as body_lines() asks for them
@@ -459,14 +459,3 @@ class DbosScript(Translation):
 
     def state(self) -> list[str]:
         return STATE.strip("\n").splitlines()
-
-    def operation(self, op: Any, outcome: str) -> str:
-        if isinstance(op, Start):
-            return f"start({op.execution!r}, {op.flow!r}, {op.input!r})"
-        if isinstance(op, Resume):  # the adapter passes no options on: DBOS.send has none
-            return f"resume({op.execution!r}, {op.type!r}, {op.payload!r})"
-        if isinstance(op, Recover):
-            return f"recover({op.execution!r})"
-        if isinstance(op, RecoverAbandoned):
-            return "recover_abandoned()"
-        raise Untranslatable(f"{type(op).__name__} has no DBOS counterpart in the adapter")

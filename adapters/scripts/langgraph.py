@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loomcheck.adapters.scripts import Translation, Untranslatable, crash_attempts
-from loomcheck.harness.script import Recover, RecoverAbandoned, Resume, Start
+from loomcheck.adapters.scripts import Translation, crash_attempts
 from loomcheck.spec.programs import StepOp
 from loomcheck.spec.vocabulary import vocabulary
 
@@ -173,6 +172,7 @@ for execution, flow_id in FLOW_OF.items():
 class LangGraphScript(Translation):
     peer = "LangGraph"
     install = "pip install langgraph langgraph-checkpoint-sqlite"
+    calls = ('start', 'resume', 'recover', 'recover_abandoned')
 
     def __init__(self, guarded: bool) -> None:
         self.guarded = guarded
@@ -204,14 +204,3 @@ class LangGraphScript(Translation):
 
     def state(self) -> list[str]:
         return STATE.strip("\n").splitlines()
-
-    def operation(self, op: Any, outcome: str) -> str:
-        if isinstance(op, Start):
-            return f"start({op.execution!r}, {op.flow!r}, {op.input!r})"
-        if isinstance(op, Resume) and not op.options:
-            return f"resume({op.execution!r}, {op.type!r}, {op.payload!r})"
-        if isinstance(op, Recover):
-            return f"recover({op.execution!r})"
-        if isinstance(op, RecoverAbandoned):
-            return "recover_abandoned()"
-        raise Untranslatable(f"{type(op).__name__} has no LangGraph counterpart in the adapter")

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loomcheck.adapters.scripts import Translation, Untranslatable, crash_attempts
-from loomcheck.harness.script import Resume, Start
+from loomcheck.adapters.scripts import Translation, crash_attempts
 from loomcheck.spec.programs import StepOp
 
 JSON = Any
@@ -279,6 +278,7 @@ for execution in FLOW_OF:
 class LlamaIndexScript(Translation):
     peer = "LlamaIndex Workflows"
     install = "pip install llama-index-workflows"
+    calls = ('start', 'resume')
 
     def imports(self) -> list[str]:
         return ["import asyncio", "",
@@ -311,10 +311,3 @@ class LlamaIndexScript(Translation):
 
     def state(self) -> list[str]:
         return STATE.strip("\n").splitlines()
-
-    def operation(self, op: Any, outcome: str) -> str:
-        if isinstance(op, Start):
-            return f"start({op.execution!r}, {op.flow!r}, {op.input!r})"
-        if isinstance(op, Resume):  # the adapter takes no resume options: LlamaIndex has nothing to pass them to
-            return f"resume({op.execution!r}, {op.type!r}, {op.payload!r})"
-        raise Untranslatable(f"{type(op).__name__} has no LlamaIndex counterpart in the adapter")

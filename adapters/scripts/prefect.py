@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loomcheck.adapters.scripts import Translation, Untranslatable, crash_attempts
-from loomcheck.harness.script import Recover, RecoverAbandoned, Resume, Start
+from loomcheck.adapters.scripts import Translation, crash_attempts
 from loomcheck.spec.programs import StepOp
 from loomcheck.spec.vocabulary import vocabulary
 
@@ -383,6 +382,7 @@ class PrefectScript(Translation):
 
     peer = "Prefect"
     install = "pip install prefect"
+    calls = ('start', 'resume', 'recover', 'recover_abandoned')
 
     def __init__(self, guarded: bool) -> None:
         self.guarded = guarded
@@ -420,14 +420,3 @@ class PrefectScript(Translation):
 
     def state(self) -> list[str]:
         return STATE.strip("\n").splitlines()
-
-    def operation(self, op: Any, outcome: str) -> str:
-        if isinstance(op, Start):
-            return f"start({op.execution!r}, {op.flow!r}, {op.input!r})"
-        if isinstance(op, Resume):  # the adapter passes no options on: Prefect's resume has none
-            return f"resume({op.execution!r}, {op.type!r}, {op.payload!r})"
-        if isinstance(op, Recover):
-            return f"recover({op.execution!r})"
-        if isinstance(op, RecoverAbandoned):
-            return "recover_abandoned()"
-        raise Untranslatable(f"{type(op).__name__} has no Prefect counterpart in the adapter")
