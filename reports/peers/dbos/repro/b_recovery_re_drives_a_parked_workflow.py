@@ -21,7 +21,7 @@ from pathlib import Path
 
 from dbos import DBOS, SetWorkflowID
 
-COVERS = {"dbos": ("recovery.skips-parked",)}
+COVERS = {"dbos": ("recovery.skips-parked", "model.refines-gate-discipline")}
 
 folder = Path(sys.argv[2]) if sys.argv[1:2] == ["--first"] else Path(tempfile.mkdtemp(prefix="dbos-repro-"))
 runs = folder / "runs.txt"
