@@ -9,7 +9,6 @@ the report is written after every phase, so an interrupted run leaves one."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
 from dataclasses import replace, dataclass, field
 from pathlib import Path
@@ -492,9 +491,6 @@ class Run:
                               error: str | None) -> str | None:
         if not operations:  # a failure that did not reproduce shrinks to nothing: there is no log to write
             return None
-        key = name + json.dumps([to_json(op) for op in operations], sort_keys=True)
-        if key in self._written:  # the same failure found again (an implementation error, say): one file
-            return self._written[key]
         expected = run_on_reference(operations, self.transport)
         log = RegressionLog.model_validate({
             "name": name, "adr": self._adr_of(name), "origin": "counterexample",
@@ -505,13 +501,18 @@ class Run:
             "expect": expectation_of(expected).model_dump() if expected.failure is None else None,
             "found": Found(invariant=name, message=message or error or "", implementation=self.impl).model_dump(),
         })
-        # Several implementation errors in one run each keep their own file (not an invariant: no one tally).
+        # The same failure found again (an implementation error, say) keeps its one file; several
+        # implementation errors in one run each keep their own (not an invariant: no one tally).
+        # Keyed by the file's text: a view nested past JSON's recursion limit is written fine there.
+        key = dump_regression(log)
+        if key in self._written:
+            return self._written[key]
         taken = set(self._written.values()) if name not in self.tallies else set()
         path = next(p for n in range(1, len(taken) + 2)
                     for p in [self.report_dir / "counterexamples" / (f"{name}.json" if n == 1 else f"{name}-{n}.json")]
                     if str(p) not in taken)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(dump_regression(log), encoding="utf-8")
+        path.write_text(key, encoding="utf-8")
         self._written[key] = str(path)
         return str(path)
 
