@@ -8,10 +8,13 @@ promotion must refuse."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, InMemoryExampleDatabase
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from loomcheck.cli import main
 from loomcheck.fuzz import campaign
@@ -19,7 +22,6 @@ from loomcheck.fuzz.campaign import CampaignOptionError, DatabaseChoice, open_da
 from loomcheck.fuzz.promotion import PromotionError, committed_folder, promote
 from loomcheck.harness.runner import Run
 from loomcheck.harness.session import Session, hello_of
-from loomcheck.properties import machine
 from loomcheck.properties.machine import PROFILES, Budget, StatefulResult, run_stateful
 from loomcheck.spec.catalogue import load_catalogue
 from loomcheck.spec.files import SPEC_ROOT
@@ -81,25 +83,41 @@ def test_a_later_run_replays_the_failure_from_a_directory_database(tmp_path: Pat
     assert replayed.examples_to_failure[FAILS] == 1 < without_database.examples_to_failure[FAILS]
 
 
+SCOPES = """
+import json, sys
+from hypothesis.database import InMemoryExampleDatabase
+from loomcheck.properties import machine
+import test_campaign as t
+if sys.argv[1] != "per round":
+    machine.scoped = lambda database, *parts: database
+budget = t.Budget(max_examples=200, steps=5, derandomize=False)
+database = InMemoryExampleDatabase()
+failed = t.FAILS in t.mutant_run(t.FIRST_SEED, database, budget).failures
+kept = sum(len(values) for values in database.data.values())
+later = t.mutant_run(t.LATER_SEED, database, budget).examples_to_failure[t.FAILS]
+print(json.dumps({"failed": failed, "kept": kept, "later": later}))
+"""
+
+
 @pytest.mark.parametrize("scope", ["per round", "none (the mutant)"])
-def test_the_failure_survives_the_round_that_leaves_its_invariant_out(
-        scope: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_failure_survives_the_round_that_leaves_its_invariant_out(scope: str) -> None:
     """Why run_stateful scopes the database by each round's invariants: Hypothesis keys a
     state machine's examples by the machine's source alone, and deletes a saved example
     that no longer fails when replayed. Unscoped, the round that runs HOLDS alone replays
     FAILS's examples (up to a tenth of max_examples of them: hence 200 here), they pass
-    there, and it deletes them all: the later run then starts from nothing."""
-    if scope != "per round":
-        monkeypatch.setattr(machine, "scoped", lambda database, *parts: database)
-    budget = Budget(max_examples=200, steps=5, derandomize=False)
-    database = InMemoryExampleDatabase()
-    assert FAILS in mutant_run(FIRST_SEED, database, budget).failures
-    kept = sum(len(values) for values in database.data.values())
-    later = mutant_run(LATER_SEED, database, budget).examples_to_failure[FAILS]
+    there, and it deletes them all: the later run then starts from nothing.
+    In a process of its own: inside a long-lived test worker, what Hypothesis replays was
+    seen to depend on the tests that ran before (the same defect test_mutants.run_fresh avoids)."""
+    here = Path(__file__).parent
+    done = subprocess.run([sys.executable, "-c", SCOPES, scope], capture_output=True, text=True, timeout=600,
+                          cwd=here, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(here), os.environ.get("PYTHONPATH", "")])})
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["failed"]
     if scope == "per round":
-        assert kept > 0 and later == 1
+        assert seen["kept"] > 0 and seen["later"] == 1, seen
     else:
-        assert kept == 0 and later > 1
+        assert seen["kept"] == 0 and seen["later"] > 1, seen
 
 
 def test_a_shared_redis_database_carries_a_failure_from_one_machine_to_another(

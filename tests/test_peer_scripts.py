@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from loomcheck.harness.repro import write_repro
-from loomcheck.spec.regressions import load_regression
 
 PEERS = Path(__file__).parents[1] / "reports" / "peers"
 # report folder -> (the --impl that produced it, the library it needs)
@@ -52,6 +50,15 @@ def constants(script: Path) -> dict[str, object]:
     return found
 
 
+def repro(log: Path, impl: str, out: Path) -> Path:
+    """`loomcheck repro` in a process of its own, as a user runs it: the adapter's run must not
+    see what earlier tests left in this process (a patched module, say)."""
+    done = subprocess.run([sys.executable, "-m", "loomcheck", "repro", str(log), "--impl", impl, "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out / "repro.py"
+
+
 def run_script(script: Path, seen: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", RUNNER, str(script), str(seen)], capture_output=True, text=True,
                           timeout=300, cwd=script.parent)
@@ -62,7 +69,7 @@ def test_the_peer_script_reproduces_what_the_adapter_saw(report: str, log: Path,
     impl, library = TRANSLATED[report]
     if importlib.util.find_spec(library) is None:
         pytest.skip(f"{library} is not installed")
-    [script] = write_repro(load_regression(log), impl, tmp_path)
+    script = repro(log, impl, tmp_path)
     source = script.read_text(encoding="utf-8")
     assert "loomcheck" not in "".join(line for line in source.splitlines() if line.startswith(("import", "from")))
     done = run_script(script, tmp_path / "seen.json")
@@ -81,7 +88,7 @@ def test_a_script_whose_cited_events_are_gone_says_it_no_longer_reproduces(tmp_p
     if importlib.util.find_spec("langgraph") is None:
         pytest.skip("langgraph is not installed")
     log = PEERS / "langgraph-raw" / "counterexamples" / "gate.i-receives-entry-i.json"
-    [script] = write_repro(load_regression(log), "langgraph-raw", tmp_path)
+    script = repro(log, "langgraph-raw", tmp_path)
     source = script.read_text(encoding="utf-8")
     evidence = constants(script)["EVIDENCE"]
     assert evidence, "this finding cites the observation of the gate"
@@ -96,7 +103,7 @@ def test_a_script_without_evidence_compares_outcomes_and_logs(tmp_path: Path) ->
     if importlib.util.find_spec("langgraph") is None:
         pytest.skip("langgraph is not installed")
     log = PEERS / "langgraph-raw" / "counterexamples" / "implementation-error.json"
-    [script] = write_repro(load_regression(log), "langgraph-raw", tmp_path)
+    script = repro(log, "langgraph-raw", tmp_path)
     found = constants(script)
     assert found["EVIDENCE"] == [], "LangGraph raising is explained by its exception, which cites no event"
     assert found["FOUND_OUTCOMES"][-1].startswith("raised:")
