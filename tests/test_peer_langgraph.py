@@ -164,6 +164,10 @@ def make_no_replay() -> NoReplayDriver:
 def test_the_suite_catches_a_step_that_langgraph_does_not_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    import loomcheck.adapters.langgraph as module
+
+    # The run may leave a driver unclosed, and with it the patched step: restored here whatever happens.
+    monkeypatch.setattr(module, "_step", module._step)
     code = main(["run", "--impl", "python:test_peer_langgraph:make_no_replay", "--only", "replay.step-runs-once",
                  "--report", str(tmp_path)])
     capsys.readouterr()
