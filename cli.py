@@ -34,6 +34,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from loomcheck import __version__
+from loomcheck.adapters import peer_manifest
 from loomcheck.harness.loading import ImplementationSpecError, check_spec, resolve_factory
 from loomcheck.harness.replay import replay
 from loomcheck.harness.script import describe, from_model
@@ -545,18 +546,6 @@ def _load_manifest(args: argparse.Namespace) -> Manifest | None:
     if peer is not None:  # a peer adapter's own: what it cannot judge, and the divergences already analysed
         return load_manifest(peer)
     return None
-
-
-def peer_manifest(impl: str) -> Path | None:
-    """The manifest shipped with a peer adapter (`--impl langgraph`), or None."""
-    from importlib.resources import files
-
-    from loomcheck.adapters import PEERS
-
-    peer = PEERS.get(impl)
-    if peer is None:
-        return None
-    return Path(str(files("loomcheck.adapters") / peer.manifest))
 
 
 def _apply_manifest(report: Report, manifest: Manifest, report_dir: Path) -> None:

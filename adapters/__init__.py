@@ -14,6 +14,8 @@ reports/peers/<peer>/ (ANALYSIS.md beside the report) and docs/peers.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -39,3 +41,11 @@ PEERS: dict[str, PeerInfo] = {
     "prefect-raw": PeerInfo("prefect-raw", "python:loomcheck.adapters.prefect:make_raw", "prefect", ("prefect",),
                             "manifests/prefect-raw.toml"),
 }
+
+
+def peer_manifest(impl: str) -> Path | None:
+    """The manifest shipped with a peer adapter (`--impl langgraph`), or None."""
+    peer = PEERS.get(impl)
+    if peer is None:
+        return None
+    return Path(str(files("loomcheck.adapters") / peer.manifest))

@@ -91,7 +91,7 @@ def write_repro(log: RegressionLog, impl: str, out: Path) -> list[Path]:
 def applicable(impl: str, hello: Any) -> list[str]:
     """The invariants that judge this implementation: those whose driver features it declares, less
     what its manifest (a peer adapter's own) declares not applicable. The rest cannot explain it."""
-    from loomcheck.cli import peer_manifest
+    from loomcheck.adapters import peer_manifest
     from loomcheck.harness.runner import not_applicable_because
     from loomcheck.reports.manifest import load_manifest
     from loomcheck.spec.catalogue import load_catalogue

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loomcheck.harness.script import Recover, RecoverAbandoned, Resume, ResumeAs
+from loomcheck.harness.script import Recover, RecoverAbandoned, ResumeAs
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.logview import (

@@ -10,7 +10,7 @@ from loomcheck.harness.script import Recover, RecoverAbandoned, Resume, ResumeAs
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.answers import fresh, logs_touched
 from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import IN_DOUBT, code_changed, condition_of, entries_of, final_moment, flow_id_of
+from loomcheck.properties.logview import IN_DOUBT, code_changed, entries_of, final_moment, flow_id_of
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.names import INDOUBT_DECISION_PREFIX
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from loomcheck.harness.script import Configure, Define, Load, Recover, Restart, Resume, ResumeAs, Start
+from loomcheck.harness.script import Configure, Define, Load, Recover, Restart, Resume, Start
 from loomcheck.harness.session import ImplementationFailed, Session, Step
 from loomcheck.properties.keysafety import CorpusResult
 from loomcheck.properties.registry import Violation

@@ -20,7 +20,7 @@ from loomcheck.fleet.replay import answers_of, replay_case
 from loomcheck.harness.script import Define, Load, Operation, Recover, Resume, ResumeAs, Start
 from loomcheck.harness.session import ImplementationFailed, Session, Step
 from loomcheck.properties.keysafety import CorpusResult
-from loomcheck.properties.legacy import HUMAN, NEW_PARK, OLD_PARK, PAIR, START, REPARKED, _warned, events
+from loomcheck.properties.legacy import HUMAN, NEW_PARK, PAIR, START, REPARKED, _warned, events
 from loomcheck.properties.registry import Violation
 from loomcheck.properties.strays import kinds_of, scan_log
 from loomcheck.spec.names import IN_DOUBT_GATE

@@ -18,7 +18,7 @@ import copy
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from loomcheck.reference.events import JSON, Event, copy_json
 

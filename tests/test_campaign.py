@@ -19,7 +19,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from loomcheck.cli import main
 from loomcheck.fuzz import campaign
 from loomcheck.fuzz.campaign import CampaignOptionError, DatabaseChoice, open_database, parse_database
-from loomcheck.fuzz.promotion import PromotionError, committed_folder, promote
+from loomcheck.fuzz.promotion import committed_folder, promote
 from loomcheck.harness.runner import Run
 from loomcheck.harness.session import Session, hello_of
 from loomcheck.properties.machine import PROFILES, Budget, StatefulResult, run_stateful
