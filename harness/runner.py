@@ -478,11 +478,11 @@ class Run:
             mine = [v for v in result.violations if v.invariant == inv.id or len(invariants) == 1]
             if mine and tally.failure is None:
                 tally.failure = f"{check.split(':', 1)[1]} corpus: {mine[0].message}"
-                if result.operations:
-                    tally.counterexample = self._write_counterexample(inv.id, result.operations,
-                                                                      mine[0].message, None)
-                    tally.operations = len(result.operations)
-                    rerun = run_operations(session, result.operations, [])
+                script = result.scripts.get(inv.id, result.operations)
+                if script:
+                    tally.counterexample = self._write_counterexample(inv.id, script, mine[0].message, None)
+                    tally.operations = len(script)
+                    rerun = run_operations(session, script, [])
                     tally.events = sum(len(log) for log in rerun.logs.values())
                     tally.explanation = rerun.explain(replace(mine[0], invariant=inv.id))
 

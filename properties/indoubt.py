@@ -135,7 +135,11 @@ def attempt_violations(step: Step, trace: Trace, invariant: str) -> Iterator[Vio
             if event.get("type") != "STEP_STARTED" or payload.get("stepId") not in steps:
                 continue
             attempt = payload.get("attempt")
-            if isinstance(attempt, int) and attempt > 1:
+            # Only an attempt that never finished is in doubt: one that recorded STEP_FAILED (and
+            # was re-opened, by a resumeAs say) may be followed by a fresh attempt (ADR 0104 D1).
+            finished = attempts(after[:index], payload["stepId"]).get(attempt - 1) in ("completed", "failed") \
+                if isinstance(attempt, int) else False
+            if isinstance(attempt, int) and attempt > 1 and not finished:
                 verdict = verdict_before(after, index, payload["stepId"], attempt - 1)
                 if verdict is None or verdict.get("resolution") != "retry-fresh":
                     yield Violation(invariant,

@@ -40,6 +40,7 @@ class CorpusResult:
     per_category: dict[str, int] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
     operations: list[Operation] | None = None  # the script of the first violation, when it has one
+    scripts: dict[str, list[Operation]] = field(default_factory=dict)  # per invariant, when a corpus judges several
 
 
 def run_hostile_names(session: Session) -> CorpusResult:

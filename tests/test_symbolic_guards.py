@@ -15,7 +15,7 @@ import pytest
 import z3
 
 from loomcheck.harness.session import Session, hello_of
-from loomcheck.properties.emitwitnesses import CHECK, ID, PATHS, run_emit_witnesses, sendable_witnesses
+from loomcheck.properties.emitwitnesses import CHECK, IDS, PATHS, run_emit_witnesses, sendable_witnesses
 from loomcheck.reference import emitguard
 from loomcheck.reference.context import FlowContext
 from loomcheck.reference.driver import ReferenceDriver
@@ -25,7 +25,7 @@ from loomcheck.symbolic.guards import (F64, Proof, as_float, boundary_floats, ce
                                        prove_accepted_set_is_interval, prove_ceiling_is_one_float,
                                        prove_integers_round_safely, quota_witnesses, spec_ceilings)
 from loomcheck.spec.vocabulary import vocabulary
-from mutants import loose_meter
+from mutants import loose_meter, loose_quota
 
 RULES = vocabulary().emit_guard
 LIMIT = RULES.quota_reason_max
@@ -209,7 +209,7 @@ def patched(meter: guards.MeterValidator | None = None, quota: guards.QuotaValid
 
 def test_the_reference_passes_every_sendable_witness_both_ways() -> None:
     assert CHECK == "corpus:emit-witnesses"
-    result = run_emit_witnesses(session_on(ReferenceDriver(store="memory")), (ID,))
+    result = run_emit_witnesses(session_on(ReferenceDriver(store="memory")), tuple(IDS.values()))
     assert result.cases == len(PATHS) * len(sendable_witnesses()) > 0
     assert result.violations == [], [v.message for v in result.violations[:3]]
 
@@ -220,23 +220,32 @@ def test_nan_infinities_and_huge_integers_are_not_sendable() -> None:
 
 
 def test_the_corpus_catches_a_loose_meter() -> None:
-    result = run_emit_witnesses(session_on(loose_meter.make()), (ID,))
-    assert result.violations and {v.invariant for v in result.violations} == {ID}
+    result = run_emit_witnesses(session_on(loose_meter.make()), tuple(IDS.values()))
+    assert result.violations and {v.invariant for v in result.violations} == {IDS["RESOURCE_METERED"]}
     assert any("reached the log" in v.message for v in result.violations)
-    assert result.operations  # the first violation comes with its script
+    assert result.operations and set(result.scripts) == {IDS["RESOURCE_METERED"]}  # each failure with its script
+
+
+def test_each_validated_type_is_judged_by_its_own_invariant() -> None:
+    """ADR 0104 D1: a loose quota check is a quota finding alone, and a corpus asked only for
+    one invariant sends only that type's witnesses."""
+    result = run_emit_witnesses(session_on(loose_quota.make()), tuple(IDS.values()))
+    assert result.violations and {v.invariant for v in result.violations} == {IDS["QUOTA_EXCEEDED"]}
+    meters_only = run_emit_witnesses(session_on(loose_quota.make()), (IDS["RESOURCE_METERED"],))
+    assert meters_only.cases > 0 and meters_only.violations == []
 
 
 def test_the_corpus_catches_over_refusal() -> None:
     strict, _ = METER_MUTANTS["x < c"]
-    result = run_emit_witnesses(session_on(patched(meter=strict)), (ID,))
+    result = run_emit_witnesses(session_on(patched(meter=strict)), (IDS["RESOURCE_METERED"],))
     assert any("the spec accepts" in v.message and "invalid-meter" in v.message for v in result.violations)
 
 
 def test_the_corpus_catches_a_kernel_counting_utf16_units() -> None:
     utf16, _ = QUOTA_MUTANTS["UTF-16 units"]
-    result = run_emit_witnesses(session_on(patched(quota=utf16)), (ID,))
+    result = run_emit_witnesses(session_on(patched(quota=utf16)), (IDS["QUOTA_EXCEEDED"],))
     assert result.violations and all("astral" in v.message for v in result.violations)
 
 
 def test_a_kernel_without_the_emit_guard_is_not_judged() -> None:
-    assert run_emit_witnesses(session_on(ReferenceDriver(store="memory"), frozenset()), (ID,)).cases == 0
+    assert run_emit_witnesses(session_on(ReferenceDriver(store="memory"), frozenset()), tuple(IDS.values())).cases == 0

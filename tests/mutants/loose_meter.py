@@ -1,5 +1,5 @@
-"""A meter check that forgot its bounds: negative and over-ceiling increments
-(and a quota reason of any length) are folded into _resources."""
+"""A meter check that forgot its bounds: negative and over-ceiling increments are
+folded into _resources (the quota reason is still checked)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,12 @@ from loomcheck.reference.driver import ReferenceDriver
 
 class LooseContext(FlowContext):
     def emit(self, event_type, payload, scope=None):
-        original = emitguard.meter_problem, emitguard.quota_problem
+        original = emitguard.meter_problem
         emitguard.meter_problem = lambda payload, ceilings: None
-        emitguard.quota_problem = lambda payload, limit: None
         try:
             return super().emit(event_type, payload, scope)
         finally:
-            emitguard.meter_problem, emitguard.quota_problem = original
+            emitguard.meter_problem = original
 
 
 def make() -> ReferenceDriver:

@@ -7,11 +7,12 @@ from loomcheck.reference import context
 from loomcheck.reference.context import FlowContext, fact_key
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.reference.events import to_plain_json
+from loomcheck.spec.vocabulary import vocabulary
 
 
 class OpenContext(FlowContext):
     def emit(self, event_type, payload, scope=None):
-        if event_type in ("RESOURCE_METERED", "QUOTA_EXCEEDED", "DECISION_RECORDED"):
+        if event_type in vocabulary().emit_guard.allowed:  # the allow-list is still validated
             return super().emit(event_type, payload, scope)
         plain = to_plain_json(payload)
         if fact_key(event_type, plain) not in self._facts:

@@ -1,6 +1,5 @@
-"""Effect-level decisions kept under the flow's own ids and never checked for
-conflicts: an effect can pre-empt (or overwrite) the flow's ctx.decide, and a
-reserved __loom_ id passes."""
+"""Effect-level decisions kept under the ids the effect gave: an effect can
+pre-empt the flow's own ctx.decide (reserved ids and conflicts are still refused)."""
 
 from __future__ import annotations
 
@@ -8,19 +7,20 @@ from loomcheck.reference import emitguard
 from loomcheck.reference.context import FlowContext
 from loomcheck.reference.driver import ReferenceDriver
 
+_decision = emitguard._decision
+
 
 def _decision_unscoped(payload, decisions, scope, reserved):
-    return payload
+    return _decision(payload, decisions, None, reserved)  # checked as if flow code wrote it: no rewrite
 
 
 class UnscopedContext(FlowContext):
     def emit(self, event_type, payload, scope=None):
-        original = emitguard._decision
         emitguard._decision = _decision_unscoped
         try:
             return super().emit(event_type, payload, scope)
         finally:
-            emitguard._decision = original
+            emitguard._decision = _decision
 
 
 def make() -> ReferenceDriver:
