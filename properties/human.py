@@ -60,8 +60,9 @@ def human_steps_complete(step: Step, trace: Trace) -> Iterator[Violation]:
                                 f"complete it.", (answer.seq,))
 
 
-@predicate("human.park-carries-step-id")
-def human_parks_name_their_step(step: Step, trace: Trace) -> Iterator[Violation]:
+def _parks(step: Step, trace: Trace) -> Iterator[tuple[dict, str | None, object, dict[str, StepOp], set[str], set[str]]]:
+    """Each park this operation appended, with its condition's on and stepId and the flow's
+    human steps, ctx.suspend names and non-idempotent steps (flows never migrated only)."""
     flow = trace.flow_of(step.log_after, step.execution)
     if flow is None or migrated(step.log_after):
         return
@@ -69,23 +70,34 @@ def human_parks_name_their_step(step: Step, trace: Trace) -> Iterator[Violation]
     suspend_names = {op.on for op in flow.calls() if isinstance(op, SuspendOp)}
     non_idempotent = {op.id for op in flow.calls() if isinstance(op, StepOp) and op.kind == "non-idempotent"}
     for event in fresh(step):
-        if event.get("type") != "EXECUTION_SUSPENDED":
-            continue
-        cond = condition_of(event)
-        on, step_id = cond.get("on"), cond.get("stepId")
-        if step_id is not None:
-            owner = humans.get(step_id) if isinstance(step_id, str) else None
-            legitimate = (owner is not None and owner.on == on) or (on == IN_DOUBT and step_id in non_idempotent)
-            if not legitimate:
-                yield Violation("human.park-carries-step-id",
-                                f"#{event['seq']} parked on {on!r} with stepId {show(step_id, 30)}, which is not a human "
-                                f"step parking there: only the kernel sets stepId, and ctx.suspend strips a caller's.",
-                                (event["seq"],))
-                return
-        elif on in {h.on for h in humans.values()} and on not in suspend_names:
+        if event.get("type") == "EXECUTION_SUSPENDED":
+            cond = condition_of(event)
+            yield event, cond.get("on"), cond.get("stepId"), humans, suspend_names, non_idempotent
+
+
+@predicate("human.park-carries-step-id")
+def human_parks_name_their_step(step: Step, trace: Trace) -> Iterator[Violation]:
+    for event, on, step_id, humans, suspend_names, _ in _parks(step, trace):
+        if step_id is None and on in {h.on for h in humans.values()} and on not in suspend_names:
             yield Violation("human.park-carries-step-id",
                             f"#{event['seq']} is a human step's park on {on!r} without the kernel-set stepId.",
-                            (event["seq"],))
+                            (event["seq"],), ("the human step's park",),
+                            "the kernel records condition.stepId, the parked human step's id, in its park (ADR 0104 D2)")
+            return
+
+
+@predicate("human.caller-step-id-stripped")
+def caller_step_ids_are_stripped(step: Step, trace: Trace) -> Iterator[Violation]:
+    for event, on, step_id, humans, _, non_idempotent in _parks(step, trace):
+        if step_id is None:
+            continue
+        owner = humans.get(step_id) if isinstance(step_id, str) else None
+        if not ((owner is not None and owner.on == on) or (on == IN_DOUBT and step_id in non_idempotent)):
+            yield Violation("human.caller-step-id-stripped",
+                            f"#{event['seq']} parked on {on!r} with stepId {show(step_id, 30)}, which is not a human "
+                            f"step parking there: only the kernel sets stepId, and ctx.suspend strips a caller's.",
+                            (event["seq"],), ("a park naming a step the kernel did not park",),
+                            "ctx.suspend strips a caller-supplied stepId, so only the kernel can set it (ADR 0104 D2)")
             return
 
 

@@ -66,7 +66,11 @@ def _recorded_answer(step: Step) -> tuple[dict | None, dict | None]:
     return typed, resumed
 
 
-def parse_violations(step: Step, trace: Trace, invariant: str) -> Iterator[Violation]:
+REFUSAL, RECORD = "refusal", "record"  # ADR 0077's two rules: refused at the door; the parsed value recorded
+
+
+def parse_violations(step: Step, trace: Trace, invariant: str,
+                     parts: tuple[str, ...] = (REFUSAL, RECORD)) -> Iterator[Violation]:
     expected = answer_expected(step, trace)
     if expected is None or expected[1] is None:
         return
@@ -76,6 +80,8 @@ def parse_violations(step: Step, trace: Trace, invariant: str) -> Iterator[Viola
     if step.outcome.error == STATE_MIGRATION_ERROR:
         return  # the migration's own checks come after the shape (ADR 0056): migration.* judge these
     if isinstance(parsed, Invalid):
+        if REFUSAL not in parts:
+            return
         if step.outcome.reason != "invalid-payload":
             yield Violation(invariant, f"{show(step.op.payload, 50)} does not match the declared schema at {parsed.field} "
                                        f"({parsed.message}), and the resume got {step.outcome.short()}, not refused "
@@ -85,10 +91,11 @@ def parse_violations(step: Step, trace: Trace, invariant: str) -> Iterator[Viola
                                        f"{parsed.field!r}: {step.outcome.message!r}.")
         return
     if not step.outcome.ok:
-        yield Violation(invariant, f"{show(step.op.payload, 50)} matches the declared schema, yet the resume was refused "
-                                   f"({step.outcome.reason}: {step.outcome.message[:80]}).")
+        if REFUSAL in parts:
+            yield Violation(invariant, f"{show(step.op.payload, 50)} matches the declared schema, yet the resume was "
+                                       f"refused ({step.outcome.reason}: {step.outcome.message[:80]}).")
         return
-    if step.log_before and final_moment(step.log_before).parked_on == IN_DOUBT:
+    if RECORD not in parts or (step.log_before and final_moment(step.log_before).parked_on == IN_DOUBT):
         return
     typed, resumed = _recorded_answer(step)
     for event in (typed, resumed):
@@ -101,10 +108,16 @@ def parse_violations(step: Step, trace: Trace, invariant: str) -> Iterator[Viola
             return
 
 
-@predicate("typed.parsed-before-append")
-def declared_answers_are_parsed(step: Step, trace: Trace) -> Iterator[Violation]:
+@predicate("typed.invalid-payload-refused")
+def malformed_answers_are_refused(step: Step, trace: Trace) -> Iterator[Violation]:
     if isinstance(step.op, Resume):
-        yield from parse_violations(step, trace, "typed.parsed-before-append")
+        yield from parse_violations(step, trace, "typed.invalid-payload-refused", (REFUSAL,))
+
+
+@predicate("typed.parsed-value-recorded")
+def parsed_answers_are_recorded(step: Step, trace: Trace) -> Iterator[Violation]:
+    if isinstance(step.op, Resume):
+        yield from parse_violations(step, trace, "typed.parsed-value-recorded", (RECORD,))
 
 
 @predicate("typed.resume-as-target-schema")
