@@ -142,13 +142,18 @@ def versions_are_recorded(step: Step, trace: Trace) -> Iterator[Violation]:
                             (record["seq"],))
 
 
+@predicate("version.resume-as-exits")
+def resume_as_is_the_exit(step: Step, trace: Trace) -> Iterator[Violation]:
+    if isinstance(step.op, ResumeAs) and step.outcome.reason == "code-mismatch":
+        yield Violation("version.resume-as-exits",
+                        f"resumeAs onto {step.op.flow!r} was refused code-mismatch: resumeAs onto the registered "
+                        f"version is the exit from changed code, never refused for it.",
+                        expected="the resumeAs runs the execution on the target's registered code (ADR 0104 Context)")
+
+
 @predicate("version.pinned")
 def changed_code_refuses(step: Step, trace: Trace) -> Iterator[Violation]:
     op = step.op
-    if isinstance(op, ResumeAs) and step.outcome.reason == "code-mismatch":
-        yield Violation("version.pinned", f"resumeAs onto {op.flow!r} was refused code-mismatch: resumeAs onto the "
-                                          f"registered version is the exit from changed code, never refused for it.")
-        return
     if not isinstance(op, (Resume, Recover)) or not (step.log_before or step.execution in trace.snapshots):
         return
     changed = code_changed(trace.registered, *_before(step, trace))

@@ -71,6 +71,7 @@ CATCHES: dict[str, tuple[str, ...]] = {
     "strict_without_authenticator": ("approvals.strict-needs-authenticator",),
     # ADR 0056 and the code versions it builds on
     "unpinned_code": ("version.pinned",),
+    "pinned_resume_as": ("version.resume-as-exits",),
     "stale_pin": ("version.recorded",),
     "transform_on_raw_input": ("migration.outcome-recorded",),
     "appending_failed_transform": ("migration.failed-transform-refused", "refusal.append-nothing"),
