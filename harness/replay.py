@@ -8,13 +8,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from loomcheck.harness.script import Operation, from_model
+from loomcheck.harness.script import Operation, from_model, to_json
 from loomcheck.harness.session import ImplementationFailed, Session, hello_of
 from loomcheck.properties.explain import Explanation, explain
 from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.registry import Violation, all_predicates, check_step
+from loomcheck.spec.names import APPROVAL_GRANTED
+from loomcheck.spec.observables import observed
+from loomcheck.spec.profiles import admissible_reasons, profile
 from loomcheck.spec.regressions import Expectation, RegressionLog
 from loomcheck.spec.versions import VERSION_FIELDS
+from loomcheck.spec.vocabulary import kernel_event_types
 
 
 @dataclass
@@ -22,6 +26,8 @@ class ReplayResult:
     violations: list[Violation] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
     outcomes: list[str] = field(default_factory=list)
+    errors: list[str | None] = field(default_factory=list)  # per operation: the refusal's error type
+    kinds: list[str] = field(default_factory=list)          # per operation: its "op", for admissible reasons
     logs: dict[str, list[dict]] = field(default_factory=dict)
     snapshots: dict[str, dict] = field(default_factory=dict)  # imported executions' snapshots, for explanations
     # Per operation: its execution, the seq of that execution's last event before it, and the seqs it appended.
@@ -53,6 +59,8 @@ def run_operations(session: Session, operations: list[Operation], invariant_ids:
         for op in operations:
             step = session.apply(op)
             result.outcomes.append(outcome_label(step))
+            result.errors.append(None if step.outcome.ok else step.outcome.error)
+            result.kinds.append(str(to_json(op).get("op")))
             result.marks.append((step.execution, step.log_before[-1].get("seq") if step.log_before else None,
                                  [e.get("seq") for e in step.log_after[len(step.log_before):]]))
             result.violations.extend(check_step(step, session.trace, ids))
@@ -78,7 +86,15 @@ def run_on_reference(operations: list[Operation], transport: Any = None) -> Repl
 
 
 def expectation_of(result: ReplayResult) -> Expectation:
-    return Expectation.model_validate({"outcomes": result.outcomes, "logs": result.logs})
+    """The reference's run as an expectation: each refusal with every reason a correct kernel may
+    give instead (spec/profiles.toml), and the order choices its logs meet."""
+    outcomes: list[str | list[str]] = []
+    for kind, outcome in zip(result.kinds, result.outcomes):
+        reasons = admissible_reasons(kind, outcome[len("refused:"):]) if outcome.startswith("refused:") else ()
+        outcomes.append([f"refused:{r}" for r in reasons] if len(reasons) > 1 else outcome)
+    orders = [c.id for c in profile().choice if c.kind == "order" and _meets(c.id, result.logs)]
+    return Expectation.model_validate({"outcomes": outcomes, "errors": result.errors, "orders": orders,
+                                       "logs": result.logs})
 
 
 def replay(session: Session, log: RegressionLog, invariant_ids: list[str] | None = None) -> ReplayResult:
@@ -90,19 +106,28 @@ def replay(session: Session, log: RegressionLog, invariant_ids: list[str] | None
 
 
 def compare(expect: Expectation, result: ReplayResult, versioned: bool = True) -> list[str]:
-    """What differs from the expected outcomes and logs, first difference per execution.
+    """What differs from the expected observables, first difference per execution: each outcome
+    (a refusal by its reason, and its error type where the log records it; any of the listed
+    outcomes is correct), and each log by event types in order and the payload fields a decision
+    defines (spec/observables.toml). Messages, labels and fields a kernel adds are never compared.
     A kernel without the "code-versions" feature is compared without the version fields."""
     found: list[str] = []
+    errors = expect.errors or []
     for index, (want, got) in enumerate(zip(expect.outcomes, result.outcomes)):
-        if want != got:
-            found.append(f"operation {index + 1}: expected {want}, got {got}")
+        acceptable = want if isinstance(want, list) else [want]
+        if got not in acceptable:
+            shown = " or ".join(acceptable)
+            found.append(f"operation {index + 1}: expected {shown}, got {got}")
+        elif index < len(errors) and errors[index] is not None and index < len(result.errors) \
+                and result.errors[index] != errors[index]:
+            found.append(f"operation {index + 1}: expected {got} as {errors[index]}, got {got} as {result.errors[index]}")
     for execution, events in expect.logs.items():
-        wanted = [e.model_dump() for e in events]
-        got = result.logs.get(execution, [])
-        if not versioned:
-            wanted, got = [_unversioned(e) for e in wanted], [_unversioned(e) for e in got]
+        wanted = _in_order([e.model_dump() for e in events], expect.orders)
+        got = _in_order(result.logs.get(execution, []), expect.orders)
         for want, have in zip(wanted, got):
-            if want["type"] != have.get("type") or not json_equal(want["payload"], have.get("payload")):
+            skip = () if versioned else VERSION_FIELDS.get(want["type"], ())
+            if want["type"] != have.get("type") or not json_equal(observed(want["type"], want["payload"], skip),
+                                                                  observed(want["type"], have.get("payload"), skip)):
                 found.append(f"{execution} #{want['seq']}: expected {want['type']} {show(want['payload'], 50)}, "
                              f"got {have.get('type')} {show(have.get('payload'), 50)}")
                 break
@@ -115,6 +140,30 @@ def compare(expect: Expectation, result: ReplayResult, versioned: bool = True) -
     return found
 
 
+def _answer_then_grant(events: list[dict], index: int) -> bool:
+    """A gate's resume-typed event directly followed by the APPROVAL_GRANTED of the same resume."""
+    return (index + 1 < len(events) and events[index + 1].get("type") == APPROVAL_GRANTED
+            and events[index].get("type") not in kernel_event_types())
+
+
+def _meets(order: str, logs: dict[str, list[dict]]) -> bool:
+    if order == "approval-position":
+        return any(e.get("type") == APPROVAL_GRANTED for events in logs.values() for e in events)
+    return False
+
+
+def _in_order(events: list[dict], orders: list[str]) -> list[dict]:
+    """The events with each admissible order put one way (ADR 0117 D2 records the evidence, not
+    where: APPROVAL_GRANTED before or after the gate's resume-typed event), keeping seqs in place."""
+    if "approval-position" not in orders:
+        return list(events)
+    ordered = list(events)
+    for index in range(len(ordered) - 1):
+        if _answer_then_grant(ordered, index):
+            first, second = ordered[index], ordered[index + 1]
+            ordered[index], ordered[index + 1] = {**second, "seq": first.get("seq")}, {**first, "seq": second.get("seq")}
+    return ordered
+
 
 def difference_violation(invariant: str, log_name: str, difference: str, result: ReplayResult) -> Violation:
     """A difference from a regression log's expectation (compare's wording) as a violation of the
@@ -124,7 +173,7 @@ def difference_violation(invariant: str, log_name: str, difference: str, result:
         return Violation(invariant, f"{log_name}: {difference}", (int(first.group("seq")),),
                          ("the first event that differs from what the committed regression log expects",),
                          f"#{first.group('seq')} {first.group('want')}, as {log_name} records it", first.group("x"))
-    outcome = re.match(r"operation (?P<n>\d+): expected (?P<want>\S+), got ", difference)
+    outcome = re.match(r"operation (?P<n>\d+): expected (?P<want>.+?), got ", difference)
     if outcome is not None:
         number = int(outcome.group("n"))
         execution, before, appended = result.marks[number - 1] if number <= len(result.marks) else (None, None, [])
@@ -133,14 +182,6 @@ def difference_violation(invariant: str, log_name: str, difference: str, result:
         return Violation(invariant, f"{log_name}: {difference}", tuple(s for s, _ in cited), tuple(r for _, r in cited),
                          f"operation {number} {outcome.group('want')}, as {log_name} records it", execution)
     return Violation(invariant, f"{log_name}: {difference}")
-
-
-def _unversioned(event: dict) -> dict:
-    fields = VERSION_FIELDS.get(event.get("type"), ())
-    payload = event.get("payload")
-    if not fields or not isinstance(payload, dict):
-        return event
-    return {**event, "payload": {k: v for k, v in payload.items() if k not in fields}}
 
 
 def minimise(session: Session, operations: list[Operation], invariant_id: str, budget: int = 300,
