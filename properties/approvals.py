@@ -28,6 +28,8 @@ from loomcheck.properties.registry import Violation, predicate
 from loomcheck.properties.signing import covers, rejection, weak
 from loomcheck.spec.canonical import view_digest
 from loomcheck.spec.names import APPROVAL_GRANTED, TIMER_FIRED
+from loomcheck.spec.observables import observed
+from loomcheck.spec.profiles import admissible_reasons
 from loomcheck.spec.programs import FlowProgram, SleepOp, SuspendOp
 from loomcheck.spec.vocabulary import kernel_event_types
 
@@ -175,12 +177,12 @@ def grants_record_who_approved(step: Step, trace: Trace) -> Iterator[Violation]:
         typed = next((e for e in added if e.get("type") == step.op.type), None)
         good = (isinstance(payload, dict) and payload.get("actor") == expected_actor
                 and isinstance(payload.get("verifiedBy"), str) and payload["verifiedBy"] != ""
-                and typed is not None and grants[0]["seq"] < typed["seq"])
+                and typed is not None)  # before or after the resume-typed event (profile: approval-position)
         if not good:
             shown = ", ".join(f"#{e.get('seq')} {e.get('type')} {show(e.get('payload'), 40)}" for e in added[:4])
             yield Violation("approvals.granted-evidence",
                             f"the approval of {step.op.type!r} by {expected_actor!r} was accepted; it must record "
-                            f"APPROVAL_GRANTED {{actor: {expected_actor!r}, verifiedBy}} before the answer, and the log "
+                            f"APPROVAL_GRANTED {{actor: {expected_actor!r}, verifiedBy}} beside the answer, and the log "
                             f"recorded {shown or 'nothing'}.", tuple(e.get("seq") for e in added[:4]))
             return
 
@@ -233,11 +235,13 @@ def the_park_is_located(step: Step, trace: Trace) -> Iterator[Violation]:
     before = _answer(step, trace)
     if before is None or not _authenticated(step, trace, before) or park_seq(step.log_before) is not None:
         return
-    if step.outcome.reason != "park-not-located":
+    # Round 2 decides the refusal; its reason may be park-not-located or, as an authenticator
+    # handed no park gives it, unauthenticated (spec/profiles.toml, park-gone-reason).
+    if step.outcome.ok or step.outcome.reason not in admissible_reasons("resume", "park-not-located"):
         yield Violation("approvals.park-located",
                         f"{step.execution}'s EXECUTION_SUSPENDED is no longer in its log, so the approval of "
                         f"{step.op.type!r} cannot be bound to its park; it got {step.outcome.short()}, not refused "
-                        f"park-not-located (the tip is never bound).")
+                        f"park-not-located or unauthenticated (the tip is never bound).")
 
 
 # -- D5: timers ------------------------------------------------------------------------
@@ -344,7 +348,11 @@ def imported_logs_are_kept_as_written(step: Step, trace: Trace) -> Iterator[Viol
     if not isinstance(step.op, Load) or not step.outcome.ok:
         return
     for given, stored in zip(step.op.events, step.log_after):
-        if given.get("type") != stored.get("type") or not json_equal(given.get("payload"), stored.get("payload")):
+        # As observables (spec/observables.toml): an answer exactly as given, a kernel event by the
+        # fields a decision defines; a field the kernel adds to its own events is not a re-parse.
+        kind = given.get("type")
+        if kind != stored.get("type") or not json_equal(observed(kind, given.get("payload")),
+                                                        observed(kind, stored.get("payload"))):
             yield Violation("typed.rehydration-not-validated",
                             f"the imported #{stored.get('seq')} {given.get('type')} {show(given.get('payload'), 40)} was "
                             f"stored as {stored.get('type')} {show(stored.get('payload'), 40)}: rehydration must not "
