@@ -7,6 +7,8 @@ the oracle for digests is spec/canonical.py, with its published vectors."""
 
 from __future__ import annotations
 
+import re
+
 from typing import Any, Iterator
 
 from loomcheck.harness.script import AdvanceClock, Configure, Load, Resume, ResumeAs
@@ -71,19 +73,28 @@ def _authenticated(step: Step, trace: Trace, before: Moment) -> bool:
     return covers(trace.security, step.op.type) and _echoes(before, step.op.payload)
 
 
-def _expected_digests(program: FlowProgram, on: str) -> set[str | None]:
-    found: set[str | None] = set()
-    for op in program.suspend_points():
-        if isinstance(op, SleepOp) and on == TIMER_FIRED:
-            found.add(None)
-        elif isinstance(op, SuspendOp) and op.on == on:
-            found.add(view_digest(op.view) if op.has_view() else op.viewDigest)
-    return found
+def _declared(program: FlowProgram, on: str) -> list[SuspendOp | SleepOp]:
+    return [op for op in program.suspend_points()
+            if (isinstance(op, SleepOp) and on == TIMER_FIRED) or (isinstance(op, SuspendOp) and op.on == on)]
 
 
-# -- D1: the view digest -------------------------------------------------------------
-@predicate("approvals.digest-recorded")
-def parks_record_the_declared_digest(step: Step, trace: Trace) -> Iterator[Violation]:
+def _digest_shape(declared: list[SuspendOp | SleepOp], recorded: Any) -> bool:
+    """ADR 0117 D1 decides: a view's gate records "v2:" and a SHA-256 (over the kernel's
+    canonical JSON, whose bytes are a profile choice); a declared digest verbatim; else none."""
+    for op in declared:
+        if isinstance(op, SuspendOp) and op.has_view():
+            if type(recorded) is str and V2_DIGEST.fullmatch(recorded):
+                return True
+        elif (op.viewDigest if isinstance(op, SuspendOp) else None) == recorded:
+            return True
+    return False
+
+
+V2_DIGEST = re.compile(r"v2:[0-9a-f]{64}")
+
+
+def _parks(step: Step, trace: Trace) -> Iterator[tuple[dict, dict, list[SuspendOp | SleepOp]]]:
+    """Each gate park the step appended, its condition, and the suspend points it may be."""
     for execution, before, after in logs_touched(step):
         program = trace.flow_of(after, execution)
         if program is None:
@@ -93,16 +104,41 @@ def parks_record_the_declared_digest(step: Step, trace: Trace) -> Iterator[Viola
                 continue
             condition = condition_of(event)
             if "stepId" in condition:  # a human step's or an in-doubt park: no proposal of its own
-                expected: set[str | None] = {None}
+                yield event, condition, []
             else:
-                expected = _expected_digests(program, str(condition.get("on")))
-            if expected and condition.get("viewDigest") not in expected:
-                want = " or ".join(show(d) for d in sorted(expected, key=str))
-                yield Violation("approvals.digest-recorded",
-                                f"#{event['seq']} parked on {condition.get('on')!r} with viewDigest "
-                                f"{show(condition.get('viewDigest'))}; the gate declares {want} (spec/canonical-json.md: "
-                                f"v2: + SHA-256 of the view's canonical JSON).", (event["seq"],))
-                return
+                declared = _declared(program, str(condition.get("on")))
+                if declared:
+                    yield event, condition, declared
+
+
+# -- D1: the view digest -------------------------------------------------------------
+@predicate("approvals.digest-recorded")
+def parks_record_the_declared_digest(step: Step, trace: Trace) -> Iterator[Violation]:
+    for event, condition, declared in _parks(step, trace):
+        recorded = condition.get("viewDigest")
+        if (not declared and recorded is not None) or (declared and not _digest_shape(declared, recorded)):
+            want = " or ".join(sorted({"v2: + a SHA-256 of the view (64 hex digits)" if isinstance(op, SuspendOp)
+                                       and op.has_view() else show(getattr(op, "viewDigest", None))
+                                       for op in declared})) or "none"
+            yield Violation("approvals.digest-recorded",
+                            f"#{event['seq']} parked on {condition.get('on')!r} with viewDigest {show(recorded)}; the "
+                            f"gate declares {want}.", (event["seq"],))
+            return
+
+
+@predicate("approvals.digest-bytes")
+def digests_hash_loomcheck_canonical_json(step: Step, trace: Trace) -> Iterator[Violation]:
+    """Profile canonical-json: the kernel's canonical JSON is spec/canonical-json.md's bytes."""
+    for event, condition, declared in _parks(step, trace):
+        views = [op for op in declared if isinstance(op, SuspendOp) and op.has_view()]
+        recorded = condition.get("viewDigest")
+        if views and _digest_shape(views, recorded) and recorded not in {view_digest(op.view) for op in views}:
+            want = " or ".join(sorted(view_digest(op.view) for op in views))
+            yield Violation("approvals.digest-bytes",
+                            f"#{event['seq']} parked on {condition.get('on')!r} with viewDigest {show(recorded)}; "
+                            f"loomcheck's canonical JSON of the view (spec/canonical-json.md) digests to {want}.",
+                            (event["seq"],))
+            return
 
 
 @predicate("approvals.digest-echoed")
