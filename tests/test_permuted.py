@@ -149,3 +149,40 @@ def test_every_profile_choice_quotes_the_sentence_that_leaves_it_open(choice) ->
     assert ADR_DIR is not None
     (path,) = ADR_DIR.glob(f"{choice.adr}-*.md")
     assert " ".join(choice.open.split()) in " ".join(path.read_text(encoding="utf-8").split()), choice.id
+
+
+# -- the report keeps conformance and profile agreement apart ------------------------------
+def _report(profile_checks: str) -> Report:
+    from loomcheck.reports.model import Implementation, InvariantRecord
+
+    bytes_check = load_catalogue().get("approvals.digest-bytes")
+    record = InvariantRecord(id=bytes_check.id, adr=bytes_check.adr, decision=bytes_check.decision,
+                             title=bytes_check.title, kind=bytes_check.kind, statement=bytes_check.statement,
+                             checks=list(bytes_check.checks), status="fail", profile=bytes_check.profile,
+                             message="another canonical JSON")
+    report = Report(suiteVersion="t", implementation=Implementation(spec="x"), profile="ci", started="now",
+                    complete=True, results=[record], profileChecks=profile_checks)  # type: ignore[arg-type]
+    report.summarise()
+    return report
+
+
+def test_a_profile_disagreement_changes_the_exit_status_only_when_strict() -> None:
+    advisory, strict = _report("advisory"), _report("strict")
+    assert advisory.summary.profileDisagreements == 1 and advisory.summary.failed == 0
+    assert advisory.exit_code() == 0
+    assert strict.exit_code() == 1
+
+
+def test_the_terminal_and_junit_show_a_disagreement_apart(tmp_path: Path) -> None:
+    from junitparser import JUnitXml, Skipped
+
+    from loomcheck.cli import _status_cell
+    from loomcheck.reports.markdown import render_markdown
+    from loomcheck.reports.writers import write_junit
+
+    report = _report("advisory")
+    assert _status_cell(report.results[0]).endswith("(canonical-json)")
+    assert "profile disagreements" in render_markdown(report)
+    write_junit(report, tmp_path / "junit.xml")
+    (case,) = [c for suite in JUnitXml.fromfile(str(tmp_path / "junit.xml")) for c in suite]
+    assert isinstance(case.result[0], Skipped)
