@@ -247,7 +247,7 @@ def refines(step: Step, trace: Trace) -> list[Violation]:
     after = abstraction(step.log_after, model.flow)
     found: list[Violation] = []
     actual = outcome_of(step)
-    if not _agrees(action, expected, actual):
+    if not _agrees(action, before, expected, actual):
         found.append(Violation(REFINES, f"{describe(action)} on a {before.status} execution: the model "
                                         f"{show_outcome(expected)}, the implementation {show_outcome(actual)}.", seqs))
     if isinstance(after, Unmodelled):
@@ -258,13 +258,14 @@ def refines(step: Step, trace: Trace) -> list[Violation]:
     return found
 
 
-def _agrees(action: object, expected: Outcome, actual: Outcome) -> bool:
+def _agrees(action: object, before: State, expected: Outcome, actual: Outcome) -> bool:
     """The same transition; a refusal by any reason the ADRs admit where the model gives its
-    own (spec/profiles.toml: recovering a finished execution is terminal or not-suspended)."""
+    own (spec/profiles.toml: a finished execution's recovery or resume, terminal or not-suspended)."""
     if expected.accepted or actual.accepted or expected.reason is None or actual.reason is None:
         return actual == expected
     operation = "recover" if isinstance(action, Recover) else "resume" if isinstance(action, Resume) else "start"
-    return actual.crashed == expected.crashed and reasons_agree(operation, expected.reason, actual.reason)
+    situation = "terminal" if before.status == COMPLETED else None
+    return actual.crashed == expected.crashed and reasons_agree(operation, expected.reason, actual.reason, situation)
 
 
 def show_outcome(outcome: Outcome) -> str:

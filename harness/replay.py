@@ -12,6 +12,7 @@ from loomcheck.harness.script import Operation, from_model, to_json
 from loomcheck.harness.session import ImplementationFailed, Session, hello_of
 from loomcheck.properties.explain import Explanation, explain
 from loomcheck.properties.jsonvalues import json_equal, show
+from loomcheck.properties.logview import TERMINAL, final_moment, park_seq
 from loomcheck.properties.registry import Violation, all_predicates, check_step
 from loomcheck.spec.names import APPROVAL_GRANTED
 from loomcheck.spec.observables import observed
@@ -89,12 +90,28 @@ def expectation_of(result: ReplayResult) -> Expectation:
     """The reference's run as an expectation: each refusal with every reason a correct kernel may
     give instead (spec/profiles.toml), and the order choices its logs meet."""
     outcomes: list[str | list[str]] = []
-    for kind, outcome in zip(result.kinds, result.outcomes):
-        reasons = admissible_reasons(kind, outcome[len("refused:"):]) if outcome.startswith("refused:") else ()
+    for index, (kind, outcome) in enumerate(zip(result.kinds, result.outcomes)):
+        reasons = admissible_reasons(kind, outcome[len("refused:"):], _situation(result, index)) \
+            if outcome.startswith("refused:") else ()
         outcomes.append([f"refused:{r}" for r in reasons] if len(reasons) > 1 else outcome)
     orders = [c.id for c in profile().choice if c.kind == "order" and _meets(c.id, result.logs)]
     return Expectation.model_validate({"outcomes": outcomes, "errors": result.errors, "orders": orders,
                                        "logs": result.logs})
+
+
+def _situation(result: ReplayResult, index: int) -> str | None:
+    """Where the admissible reasons of a refusal depend on it (spec/profiles.toml): the state of
+    the operation's execution just before it, from the run's own log."""
+    if index >= len(result.marks):
+        return None
+    execution, before, _ = result.marks[index]
+    if execution is None:
+        return None
+    prefix = [e for e in result.logs.get(execution, []) if isinstance(e.get("seq"), int) and e["seq"] <= (before or 0)]
+    moment = final_moment(prefix, result.snapshots.get(execution))
+    if moment.status in TERMINAL:
+        return "terminal"
+    return "park-gone" if moment.status == "suspended" and park_seq(prefix) is None else None
 
 
 def replay(session: Session, log: RegressionLog, invariant_ids: list[str] | None = None) -> ReplayResult:

@@ -273,7 +273,7 @@ def the_park_is_located(step: Step, trace: Trace) -> Iterator[Violation]:
         return
     # Round 2 decides the refusal; its reason may be park-not-located or, as an authenticator
     # handed no park gives it, unauthenticated (spec/profiles.toml, park-gone-reason).
-    if step.outcome.ok or step.outcome.reason not in admissible_reasons("resume", "park-not-located"):
+    if step.outcome.ok or step.outcome.reason not in admissible_reasons("resume", "park-not-located", "park-gone"):
         yield Violation("approvals.park-located",
                         f"{step.execution}'s EXECUTION_SUSPENDED is no longer in its log, so the approval of "
                         f"{step.op.type!r} cannot be bound to its park; it got {step.outcome.short()}, not refused "

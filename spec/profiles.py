@@ -31,11 +31,15 @@ class Choice(_Strict):
     open: str = Field(min_length=10, description="the ADR's sentence that leaves the choice open, verbatim")
     admissible: tuple[str, ...] = ()
     operation: Operation | None = None
+    situation: Literal["terminal", "park-gone"] | None = Field(
+        default=None, description="reason choices: the state the execution is in when the alternatives apply "
+                                  "(terminal: completed, failed or cancelled; park-gone: its park retained away)")
 
     @model_validator(mode="after")
     def _reasons_name_an_operation(self) -> "Choice":
-        if self.kind == "reason" and (self.operation is None or self.chose not in self.admissible):
-            raise ValueError("a reason choice names its operation, and its admissible reasons include the one chosen")
+        if self.kind == "reason" and (self.operation is None or self.situation is None or self.chose not in self.admissible):
+            raise ValueError("a reason choice names its operation and situation, and its admissible reasons include "
+                             "the one chosen")
         return self
 
 
@@ -65,17 +69,19 @@ def profile() -> Profile:
         raise describe_validation_error(spec_label(path), exc, "choice", raw) from None
 
 
-def admissible_reasons(operation: str, reason: str) -> tuple[str, ...]:
+def admissible_reasons(operation: str, reason: str, situation: str | None) -> tuple[str, ...]:
     """Every reason a correct kernel may give where the reference (the profile's `chose`) gives
-    `reason` to `operation` (resume-as shares resume's), the reference's first; just `reason`
+    `reason` to `operation` (resume-as shares resume's) on an execution in `situation`
+    ("terminal", "park-gone", or None for any other), the reference's first; just `reason`
     when the ADRs fix it."""
     kind = "resume" if operation == "resume-as" else operation
     for choice in profile().choice:
-        # One way only: where the reference refuses a parked recovery not-suspended, terminal is wrong.
-        if choice.kind == "reason" and choice.operation == kind and reason == choice.chose:
+        # One way only, and only in its situation: a parked recovery is not-suspended, never terminal.
+        if choice.kind == "reason" and choice.operation == kind and reason == choice.chose \
+                and situation == choice.situation:
             return (reason, *(r for r in choice.admissible if r != reason))
     return (reason,)
 
 
-def reasons_agree(operation: str, expected: str, got: str) -> bool:
-    return got in admissible_reasons(operation, expected)
+def reasons_agree(operation: str, expected: str, got: str, situation: str | None) -> bool:
+    return got in admissible_reasons(operation, expected, situation)

@@ -119,8 +119,10 @@ def test_the_approval_position_passes_only_where_the_log_admits_it() -> None:
 
 
 def test_an_admissible_reason_passes_and_an_inadmissible_one_fails() -> None:
-    assert admissible_reasons("recover", "terminal") == ("terminal", "not-suspended")
-    assert admissible_reasons("recover", "not-suspended") == ("not-suspended",)  # one way only
+    assert admissible_reasons("recover", "terminal", "terminal") == ("terminal", "not-suspended")
+    assert admissible_reasons("recover", "not-suspended", None) == ("not-suspended",)  # one way only
+    assert admissible_reasons("resume", "not-suspended", "terminal") == ("not-suspended", "terminal")
+    assert admissible_reasons("resume", "not-suspended", None) == ("not-suspended",)  # before the park: fixed
     expect = _expect([["refused:terminal", "refused:not-suspended"]], [])
     assert compare(expect, _got(["refused:not-suspended"], [])) == []
     assert compare(expect, _got(["refused:gate-mismatch"], []))
@@ -131,8 +133,11 @@ def test_an_admissible_reason_passes_and_an_inadmissible_one_fails() -> None:
 
 
 def test_the_expectation_records_the_admissible_reasons_and_orders() -> None:
+    finished = [*LOG[:5], {"seq": 6, "type": "EXECUTION_COMPLETED", "payload": {"output": None}}]
     result = ReplayResult(outcomes=["ok", "refused:terminal", "refused:park-not-located"], errors=[None, "E", "E"],
-                          kinds=["start", "recover", "resume"], logs={"x": LOG})
+                          kinds=["start", "recover", "resume"], logs={"x": finished, "y": []},
+                          snapshots={"y": {"sequence": 2, "status": "suspended", "suspendedOn": {"on": "go"}}},
+                          marks=[("x", None, [1]), ("x", 6, []), ("y", None, [])])
     expect = expectation_of(result)
     assert expect.outcomes == ["ok", ["refused:terminal", "refused:not-suspended"],
                                ["refused:park-not-located", "refused:unauthenticated"]]

@@ -16,7 +16,8 @@ harness hands it is mapped back first. What it changes, and why each is free:
   (ADR 0117 D2 says the evidence is recorded, not where);
 - the other admissible reason where a decision admits two: recovering a finished execution is
   `not-suspended` (ADR 0104 D4's "Recovery of a parked execution ... not-suspended" is the same
-  refusal; the reference says `terminal`); an approval whose park is gone is `unauthenticated`
+  refusal; the reference says `terminal`), resuming one is `terminal` (the reference says
+  `not-suspended`); an approval whose park is gone is `unauthenticated`
   (ADR 0117 D2: "Without a context (or an unparked execution) it rejects"; the reference says
   `park-not-located`);
 - the authenticator's `verifiedBy` label.
@@ -40,10 +41,11 @@ MESSAGE_PREFIX = "(permuted) "
 STATUS_THEIRS = {"started": "running"}
 STATUS_OURS = {v: k for k, v in STATUS_THEIRS.items()}
 APPROVAL_GRANTED = "APPROVAL_GRANTED"
-# Reasons with an admissible alternative, per operation: ours -> theirs.
+# Reasons with an admissible alternative, per operation: ours -> theirs (spec/profiles.toml).
 REASONS = {"recover": {"terminal": "not-suspended"},
            "resume": {"park-not-located": "unauthenticated"},
            "resume_as": {"park-not-located": "unauthenticated"}}
+FINISHED = ("completed", "failed", "cancelled")
 # The kernel's own writes: the payloads that get the extra field. Application events, the
 # caller's answers (the resume-typed event, EXECUTION_RESUMED), TIMER_FIRED (exactly {wakeAt},
 # ADR 0117 D5) and what effect code emits are not the kernel's to change.
@@ -306,7 +308,19 @@ class PermutedDriver:
     def resume(self, execution_id: str, event_type: str, payload: JSON, options: JSON = None) -> Any:
         call: Callable[..., Any] = self.inner.resume
         outcome = call(execution_id, event_type, payload, options) if options else call(execution_id, event_type, payload)
+        if not outcome.ok and outcome.reason == "not-suspended" and self._finished(execution_id):
+            from loomcheck.harness.driver import Outcome
+
+            # A finished execution's resume named by its state (ADR 0104 D4 names only the unparked case).
+            outcome = Outcome.refused(outcome.error, "terminal", outcome.message)
         return self._outcome(outcome, "resume")
+
+    def _finished(self, execution_id: str) -> bool:
+        try:
+            state = self.inner.read_state(execution_id)
+        except Exception:  # noqa: BLE001 - an execution the kernel does not know: nothing to rename
+            return False
+        return isinstance(state, dict) and state.get("status") in FINISHED
 
     def resume_as(self, execution_id: str, flow_id: str, event_type: str, payload: JSON, options: JSON = None) -> Any:
         call: Callable[..., Any] = self.inner.resume_as
