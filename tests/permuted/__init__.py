@@ -44,3 +44,11 @@ def __getattr__(name: str) -> Callable[[], Any]:
         raise AttributeError(name)
     mutant = importlib.import_module(f"mutants.{name}")
     return lambda: permute(mutant.make())
+
+
+def make_own_digests() -> Any:
+    """The permuted reference with view digests over a canonical JSON of its own (kernel.py)."""
+    from loomcheck.reference.driver import ReferenceDriver
+    from permuted.kernel import OwnDigestsDriver
+
+    return _with_own_proofs(OwnDigestsDriver(ReferenceDriver(store="memory")))

@@ -391,3 +391,106 @@ def _warning_out(warning: Any) -> Any:
         shown["entries"] = [{**e, "why": _message_out(e["why"])} if isinstance(e, dict) and "why" in e else e
                             for e in shown["entries"]]
     return shown
+
+
+class OwnDigestsDriver(PermutedDriver):
+    """The permuted reference that also digests a gate's view over canonical JSON of its own
+    (sorted keys, but `json.dumps`'s separators and ASCII escapes: not spec/canonical-json.md),
+    as ADR 0117 D1 leaves the bytes to the implementation ("SHA-256 over canonicalJson"). The
+    inner kernel is handed each view's digest verbatim; the code versions it then records (of
+    the program it was handed) are shown as those of the program the harness defined.
+
+    Not yet in CI (`python:permuted:make_own_digests`): the stateful machine, the explorer and
+    every corpus pass it, and approvals.digest-bytes disagrees as a profile check should, but the
+    committed regression logs with views still write loomcheck's digest bytes into their resume
+    payloads, their proofs and their expected conditions, so they accuse it falsely. They need
+    "echo the parked digest" in operations (re-signed at replay) before this joins make()."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.versions: dict[str, str] = {}  # inner code version -> the harness's
+
+    def define_flow(self, flow_id: str, program: JSON) -> Any:
+        from loomcheck.spec.canonical import CanonicalError
+        from loomcheck.spec.versions import code_version
+
+        handed = _own_digests(program)
+        if handed is not program:
+            try:
+                self.versions[code_version(handed)] = code_version(program)
+            except CanonicalError:
+                handed = program
+        return super().define_flow(flow_id, handed)
+
+    def _versions(self, value: Any, mapping: dict[str, str]) -> Any:
+        return mapping.get(value, value) if isinstance(value, str) else value
+
+    def read_log(self, execution_id: str) -> list[dict]:
+        return [_versioned(e, self.versions) for e in super().read_log(execution_id)]
+
+    def read_state(self, execution_id: str) -> Any:
+        return _state_versioned(super().read_state(execution_id), self.versions)
+
+    def fold(self, events: JSON, snapshot: JSON) -> Any:
+        back = {v: k for k, v in self.versions.items()}
+        hidden = [_versioned(e, back) for e in events] if isinstance(events, list) else events
+        return _state_versioned(super().fold(hidden, _state_versioned(snapshot, back)), self.versions)
+
+    def load(self, execution_id: str, events: JSON, snapshot: JSON) -> Any:
+        back = {v: k for k, v in self.versions.items()}
+        hidden = [_versioned(e, back) for e in events] if isinstance(events, list) else events
+        return super().load(execution_id, hidden, _state_versioned(snapshot, back))
+
+
+def _own_digest(view: Any) -> str:
+    import hashlib
+    import json
+
+    from loomcheck.spec.files import json_headroom
+
+    with json_headroom():
+        text = json.dumps(view, sort_keys=True, ensure_ascii=True)
+    return "v2:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _own_digests(program: Any) -> Any:
+    """The program with each digestible view replaced by its digest, declared verbatim; the
+    program itself when there is none (or when a view cannot be digested: the kernel refuses it)."""
+    from loomcheck.spec.canonical import CanonicalError, canonical_json
+
+    if not isinstance(program, dict) or not isinstance(program.get("body"), list):
+        return program
+    changed = False
+
+    def digested(op: Any) -> Any:
+        nonlocal changed
+        if not (isinstance(op, dict) and op.get("op") == "suspend" and "view" in op and "viewDigest" not in op):
+            return op
+        try:
+            canonical_json(op["view"])
+            digest = _own_digest(op["view"])
+        except (CanonicalError, RecursionError, TypeError, ValueError):
+            return op
+        changed = True
+        return {**{k: v for k, v in op.items() if k != "view"}, "viewDigest": digest}
+
+    body = []
+    for op in program["body"]:
+        if isinstance(op, dict) and op.get("op") == "parallel" and isinstance(op.get("branches"), list):
+            op = {**op, "branches": [digested(b) for b in op["branches"]]}
+        body.append(digested(op))
+    return {**program, "body": body} if changed else program
+
+
+def _versioned(event: Any, mapping: dict[str, str]) -> Any:
+    if not isinstance(event, dict) or not isinstance(event.get("payload"), dict):
+        return event
+    fields = {"EXECUTION_STARTED": ("version",), "EXECUTION_MIGRATED": ("fromVersion", "toVersion")}.get(event.get("type"), ())
+    payload = {k: (mapping.get(v, v) if k in fields and isinstance(v, str) else v) for k, v in event["payload"].items()}
+    return {**event, "payload": payload}
+
+
+def _state_versioned(state: Any, mapping: dict[str, str]) -> Any:
+    if isinstance(state, dict) and isinstance(state.get("codeVersion"), str):
+        return {**state, "codeVersion": mapping.get(state["codeVersion"], state["codeVersion"])}
+    return state
