@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 from typing import Any, Callable
 
-from permuted.kernel import PermutedDriver
+from permuted.kernel import OwnDigestsDriver, PermutedDriver
 
 
 def _with_own_proofs(driver: Any) -> Any:
@@ -28,14 +28,21 @@ def _with_own_proofs(driver: Any) -> Any:
 
 
 def permute(inner: Any) -> Any:
-    """Any driver, permuted."""
-    return _with_own_proofs(PermutedDriver(inner))
+    """Any driver, permuted, view digests over a canonical JSON of its own included."""
+    return _with_own_proofs(OwnDigestsDriver(inner))
 
 
 def make() -> Any:
     from loomcheck.reference.driver import ReferenceDriver
 
     return permute(ReferenceDriver(store="memory"))
+
+
+def make_reference_digests() -> Any:
+    """The permuted reference with loomcheck's canonical JSON bytes (no profile disagreement)."""
+    from loomcheck.reference.driver import ReferenceDriver
+
+    return _with_own_proofs(PermutedDriver(ReferenceDriver(store="memory")))
 
 
 def __getattr__(name: str) -> Callable[[], Any]:
@@ -45,10 +52,3 @@ def __getattr__(name: str) -> Callable[[], Any]:
     mutant = importlib.import_module(f"mutants.{name}")
     return lambda: permute(mutant.make())
 
-
-def make_own_digests() -> Any:
-    """The permuted reference with view digests over a canonical JSON of its own (kernel.py)."""
-    from loomcheck.reference.driver import ReferenceDriver
-    from permuted.kernel import OwnDigestsDriver
-
-    return _with_own_proofs(OwnDigestsDriver(ReferenceDriver(store="memory")))

@@ -20,7 +20,8 @@ harness hands it is mapped back first. What it changes, and why each is free:
   `not-suspended`); an approval whose park is gone is `unauthenticated`
   (ADR 0117 D2: "Without a context (or an unparked execution) it rejects"; the reference says
   `park-not-located`);
-- the authenticator's `verifiedBy` label.
+- the authenticator's `verifiedBy` label;
+- a view's digest, over a canonical JSON of its own (OwnDigestsDriver, below).
 
 The view is a bijection on what the kernel writes: `_hide` undoes `_show` exactly, and only on
 payloads carrying the wrapper's mark, so a log written elsewhere is passed on as it came.
@@ -400,11 +401,8 @@ class OwnDigestsDriver(PermutedDriver):
     inner kernel is handed each view's digest verbatim; the code versions it then records (of
     the program it was handed) are shown as those of the program the harness defined.
 
-    Not yet in CI (`python:permuted:make_own_digests`): the stateful machine, the explorer and
-    every corpus pass it, and approvals.digest-bytes disagrees as a profile check should, but the
-    committed regression logs with views still write loomcheck's digest bytes into their resume
-    payloads, their proofs and their expected conditions, so they accuse it falsely. They need
-    "echo the parked digest" in operations (re-signed at replay) before this joins make()."""
+    approvals.digest-bytes disagrees with it, as a profile check should; every ADR check passes
+    (a regression log's echo of loomcheck's digest is sent as the kernel's, harness/replay.py)."""
 
     def __init__(self, inner: Any) -> None:
         super().__init__(inner)
