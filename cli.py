@@ -80,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the catalogue against an implementation and print the conformance table")
     run.add_argument("--impl", default="reference", help="reference (default, SQLite), reference:memory, python:MODULE:FACTORY, python:FILE.py:FACTORY or stdio:COMMAND (docs/protocol.md)")
     run.add_argument("--profile", default="ci", help="ci (default: fixed seeds, bounded), dev, campaign, peers-slow (a slow peer: 10 examples of 8 steps)")
+    run.add_argument("--profile-checks", choices=("advisory", "strict"), default="advisory",
+                     help="checks resting on a choice the ADRs leave open (spec/profiles.toml): advisory (default) "
+                          "reports a disagreement apart from conformance, never in the exit status; strict counts it")
     run.add_argument("--only", nargs="+", metavar="ID", help="invariant ids (or prefixes such as gate.) to run")
     run.add_argument("--report", type=Path, default=Path("loomcheck-report"), metavar="DIR", help="where report.json, junit.xml and counterexamples go (default: ./loomcheck-report)")
     run.add_argument("--seed", type=int, help="a seed for the state machine (instead of the profile's fixed derandomised one; "
@@ -177,7 +180,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
 
         run = Run(args.impl, catalogue, profile=args.profile, only=args.only, report_dir=args.report,
                   seed=args.seed, progress=report_progress, transport=_transport_options(args), manifest=manifest,
-                  explore_depth=args.explore_depth, explore_seconds=args.explore_budget, database=database)
+                  explore_depth=args.explore_depth, explore_seconds=args.explore_budget, database=database,
+                  profile_checks=args.profile_checks)
         if args.seed is None and run.seed is not None:  # drawn for this run: shown now, in case it never ends
             console.print(f"seed {run.seed} (drawn; --seed {run.seed} draws the same examples)")
         report = run.execute()
@@ -258,6 +262,11 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
     hazards = f", {s.hazards} demonstrations (documented hazards and residuals)" if s.hazards else ""
     console.print(f"{s.passed} passed, {s.failed} failed, {s.notApplicable} not applicable, {s.errors} errors{hazards} "
                   f"in {report.wallSeconds:.1f}s ({report.stateMachineSteps} state-machine steps){state}")
+    if s.profileDisagreements:
+        counted = "counted (--profile-checks strict)" if report.profileChecks == "strict" else \
+            "not counted in conformance or the exit status (--profile-checks strict counts them)"
+        console.print(f"profile: {s.profileDisagreements} disagreement(s) with loomcheck's profile (spec/profiles.toml), "
+                      f"{counted}")
     console.print(f"report: {escape(str(args.report / 'report.json'))}, {escape(str(args.report / 'junit.xml'))}, "
                   f"{escape(str(args.report / 'summary.md'))}, {escape(str(args.report / 'report.html'))}")
 
@@ -561,6 +570,8 @@ def _apply_manifest(report: Report, manifest: Manifest, report_dir: Path) -> Non
 
 def _status_cell(record: InvariantRecord) -> str:
     cell = f"[{STYLE[record.status]}]{record.status}[/]"
+    if record.disagrees:  # a choice the ADRs leave open, not a violation of one (spec/profiles.toml)
+        return f"[yellow]profile[/] ({record.profile})"
     if record.manifest == "expected-failure":
         return f"[dim]{record.status} (expected)[/]"
     if record.manifest == "unexpected-pass":

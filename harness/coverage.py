@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from loomcheck.harness.script import AdvanceClock, Load, Recover, RecoverAbandoned, Resume, ResumeAs
 from loomcheck.harness.session import Step, Trace
-from loomcheck.properties.logview import IN_DOUBT, TERMINAL, final_moment
+from loomcheck.properties.logview import IN_DOUBT, TERMINAL, final_moment, park_seq
 from loomcheck.properties.strays import WARNED, Expected, kinds_of, scan_log
 
 JSON = Any
@@ -160,12 +160,28 @@ def reached(step: Step, trace: Trace) -> set[str]:
     keys: set[str] = set()
     if not step.outcome.ok and f"refusal:{step.outcome.reason}" in _keys():
         keys.add(f"refusal:{step.outcome.reason}")
+    keys |= _alternative_reached(step)
     keys |= recording_rows(step, trace)
     if not isinstance(step.op, Load):  # a loaded log is what another kernel wrote, not a run of this one
         for execution, before, after in _touched(step):
             keys |= emit_keys(before, after, trace, execution, _re_driven(step))
     keys |= scanner_verdicts(step, trace)
     return keys
+
+
+def _alternative_reached(step: Step) -> set[str]:
+    """A refusal by the admissible alternative of a reason (spec/profiles.toml) reaches that
+    reason's situation: a recovery of a finished execution refused not-suspended reaches
+    `terminal`; an approval whose park is gone refused unauthenticated reaches `park-not-located`."""
+    if step.outcome.ok:
+        return set()
+    reason = step.outcome.reason
+    if isinstance(step.op, Recover) and reason == "not-suspended" and situation(step.log_before, None) == "terminal":
+        return {"refusal:terminal"}
+    if isinstance(step.op, (Resume, ResumeAs)) and reason == "unauthenticated" and step.log_before \
+            and park_seq(step.log_before) is None:
+        return {"refusal:park-not-located"}
+    return set()
 
 
 def _touched(step: Step) -> Iterator[tuple[str, list[dict[str, JSON]], list[dict[str, JSON]]]]:

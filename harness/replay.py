@@ -5,16 +5,26 @@ from __future__ import annotations
 
 import re
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from loomcheck.harness.script import Operation, from_model
+from loomcheck.harness.script import Operation, Resume, ResumeAs, from_model, to_json
 from loomcheck.harness.session import ImplementationFailed, Session, hello_of
 from loomcheck.properties.explain import Explanation, explain
 from loomcheck.properties.jsonvalues import json_equal, show
+from loomcheck.properties.logview import TERMINAL, final_moment, park_seq
+from loomcheck.properties.signing import rejection, secrets_of, sign
+from loomcheck.spec.canonical import view_digest
+from loomcheck.spec.programs import SuspendOp
 from loomcheck.properties.registry import Violation, all_predicates, check_step
+from loomcheck.spec.names import APPROVAL_GRANTED
+from loomcheck.spec.observables import observed
+from loomcheck.spec.profiles import admissible_reasons, profile
 from loomcheck.spec.regressions import Expectation, RegressionLog
 from loomcheck.spec.versions import VERSION_FIELDS
+from loomcheck.spec.vocabulary import kernel_event_types
+
+V2_DIGEST = re.compile(r"v2:[0-9a-f]{64}")
 
 
 @dataclass
@@ -22,6 +32,8 @@ class ReplayResult:
     violations: list[Violation] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
     outcomes: list[str] = field(default_factory=list)
+    errors: list[str | None] = field(default_factory=list)  # per operation: the refusal's error type
+    kinds: list[str] = field(default_factory=list)          # per operation: its "op", for admissible reasons
     logs: dict[str, list[dict]] = field(default_factory=dict)
     snapshots: dict[str, dict] = field(default_factory=dict)  # imported executions' snapshots, for explanations
     # Per operation: its execution, the seq of that execution's last event before it, and the seqs it appended.
@@ -51,8 +63,10 @@ def run_operations(session: Session, operations: list[Operation], invariant_ids:
     try:
         session.reset()
         for op in operations:
-            step = session.apply(op)
+            step = session.apply(_echo_parked_digest(session, op))
             result.outcomes.append(outcome_label(step))
+            result.errors.append(None if step.outcome.ok else step.outcome.error)
+            result.kinds.append(str(to_json(op).get("op")))
             result.marks.append((step.execution, step.log_before[-1].get("seq") if step.log_before else None,
                                  [e.get("seq") for e in step.log_after[len(step.log_before):]]))
             result.violations.extend(check_step(step, session.trace, ids))
@@ -62,6 +76,48 @@ def run_operations(session: Session, operations: list[Operation], invariant_ids:
     except ImplementationFailed as failed:
         result.failure = failed
     return result
+
+
+def _echo_parked_digest(session: Session, op: Operation) -> Operation:
+    """A log echoes loomcheck's digest of the parked gate's view (spec/canonical-json.md). A kernel
+    whose canonical JSON has other bytes (profile choice canonical-json) parked with its own, and
+    the echo means "what the approver was shown": it is sent as the kernel's digest, and a proof
+    that was valid for the log's payload is signed again for it (spec/signing.md). For a kernel
+    with loomcheck's bytes nothing changes."""
+    if not isinstance(op, (Resume, ResumeAs)) or not isinstance(op.payload, dict) \
+            or type(op.payload.get("viewDigest")) is not str:
+        return op
+    last = next((s for s in reversed(session.trace.steps) if s.execution == op.execution and s.state_after), None)
+    state = last.state_after if last is not None else None
+    condition = (state or {}).get("suspendedOn") if (state or {}).get("status") == "suspended" else None
+    program = session.trace.flows.get(str((state or {}).get("flowId")))
+    if not isinstance(condition, dict) or program is None:
+        return op
+    own, echoed = condition.get("viewDigest"), op.payload["viewDigest"]
+    ours = {view_digest(p.view) for p in program.suspend_points()
+            if isinstance(p, SuspendOp) and p.on == condition.get("on") and p.has_view()}
+    if echoed not in ours or type(own) is not str or own == echoed or not V2_DIGEST.fullmatch(own):
+        return op
+    payload = {**op.payload, "viewDigest": own}
+    return replace(op, payload=payload, options=_signed_again(session, op, payload, last))
+
+
+def _signed_again(session: Session, op: Resume | ResumeAs, payload: dict, last: Any) -> dict | None:
+    options = op.options
+    proof = (options or {}).get("proof")
+    parked_at = last.parked_at if last.parked_at is not None else park_seq(last.log_after)
+    if not isinstance(proof, dict) or parked_at is None or rejection(
+            session.trace.security, session.trace.now, op.type, op.payload, options, op.execution, parked_at) is not None:
+        return options  # no proof, or one that was never valid: a tampering case stays one
+    keys = (session.trace.security.get("authenticator") or {}).get("keys") or {}
+    discard = (options or {}).get("discardLegacyAnswers") or False
+    for secret in secrets_of(keys, proof["actor"]):
+        signed = dict(actor=proof["actor"], secret=secret, exp=proof["exp"], execution=op.execution,
+                      parked_at=parked_at, discard=discard)
+        if sign(op.type, op.payload, **signed) == {k: proof.get(k) for k in ("actor", "exp", "signature")}:
+            again = sign(op.type, payload, **signed)
+            return {**(options or {}), "proof": {**proof, **again}} if again is not None else options
+    return options
 
 
 def run_on_reference(operations: list[Operation], transport: Any = None) -> ReplayResult:
@@ -78,31 +134,86 @@ def run_on_reference(operations: list[Operation], transport: Any = None) -> Repl
 
 
 def expectation_of(result: ReplayResult) -> Expectation:
-    return Expectation.model_validate({"outcomes": result.outcomes, "logs": result.logs})
+    """The reference's run as an expectation: each refusal with every reason a correct kernel may
+    give instead (spec/profiles.toml), and the order choices its logs meet."""
+    outcomes: list[str | list[str]] = []
+    for index, (kind, outcome) in enumerate(zip(result.kinds, result.outcomes)):
+        reasons = admissible_reasons(kind, outcome[len("refused:"):], _situation(result, index)) \
+            if outcome.startswith("refused:") else ()
+        outcomes.append([f"refused:{r}" for r in reasons] if len(reasons) > 1 else outcome)
+    orders = [c.id for c in profile().choice if c.kind == "order" and _meets(c.id, result.logs)]
+    return Expectation.model_validate({"outcomes": outcomes, "errors": result.errors, "orders": orders,
+                                       "logs": result.logs})
+
+
+def _situation(result: ReplayResult, index: int) -> str | None:
+    """Where the admissible reasons of a refusal depend on it (spec/profiles.toml): the state of
+    the operation's execution just before it, from the run's own log."""
+    if index >= len(result.marks):
+        return None
+    execution, before, _ = result.marks[index]
+    if execution is None:
+        return None
+    prefix = [e for e in result.logs.get(execution, []) if isinstance(e.get("seq"), int) and e["seq"] <= (before or 0)]
+    moment = final_moment(prefix, result.snapshots.get(execution))
+    if moment.status in TERMINAL:
+        return "terminal"
+    return "park-gone" if moment.status == "suspended" and park_seq(prefix) is None else None
 
 
 def replay(session: Session, log: RegressionLog, invariant_ids: list[str] | None = None) -> ReplayResult:
     operations = [from_model(m) for m in log.operations]
     result = run_operations(session, operations, invariant_ids)
     if log.expect is not None and result.failure is None:
-        result.differences = compare(log.expect, result, versioned="code-versions" in session.features)
+        result.differences = compare(log.expect, result, versioned="code-versions" in session.features,
+                                     digests=view_digests(log))
     return result
 
 
-def compare(expect: Expectation, result: ReplayResult, versioned: bool = True) -> list[str]:
-    """What differs from the expected outcomes and logs, first difference per execution.
-    A kernel without the "code-versions" feature is compared without the version fields."""
+def view_digests(log: RegressionLog) -> frozenset[str]:
+    """loomcheck's digests (spec/canonical-json.md) of the views the log's flows show."""
+    from loomcheck.spec.programs import FlowProgram
+
+    found = set()
+    for model in log.operations:
+        program = getattr(model, "program", None)
+        if isinstance(program, dict):
+            try:
+                parsed = FlowProgram.model_validate(program)
+            except ValueError:
+                continue
+            found |= {view_digest(p.view) for p in parsed.suspend_points() if isinstance(p, SuspendOp) and p.has_view()}
+    return frozenset(found)
+
+
+def compare(expect: Expectation, result: ReplayResult, versioned: bool = True,
+            digests: frozenset[str] = frozenset()) -> list[str]:
+    """What differs from the expected observables, first difference per execution: each outcome
+    (a refusal by its reason, and its error type where the log records it; any of the listed
+    outcomes is correct), and each log by event types in order and the payload fields a decision
+    defines (spec/observables.toml). Messages, labels and fields a kernel adds are never compared.
+    A kernel without the "code-versions" feature is compared without the version fields. A view's
+    digest in `digests` (loomcheck's bytes) matches any v2: digest the kernel records for the same
+    view throughout (profile choice canonical-json; approvals.digest-bytes judges the bytes)."""
     found: list[str] = []
+    own: dict[str, str] = {}  # loomcheck's digest of a view -> the kernel's
+    errors = expect.errors or []
     for index, (want, got) in enumerate(zip(expect.outcomes, result.outcomes)):
-        if want != got:
-            found.append(f"operation {index + 1}: expected {want}, got {got}")
+        acceptable = want if isinstance(want, list) else [want]
+        if got not in acceptable:
+            shown = " or ".join(acceptable)
+            found.append(f"operation {index + 1}: expected {shown}, got {got}")
+        elif index < len(errors) and errors[index] is not None and index < len(result.errors) \
+                and result.errors[index] != errors[index]:
+            found.append(f"operation {index + 1}: expected {got} as {errors[index]}, got {got} as {result.errors[index]}")
     for execution, events in expect.logs.items():
-        wanted = [e.model_dump() for e in events]
-        got = result.logs.get(execution, [])
-        if not versioned:
-            wanted, got = [_unversioned(e) for e in wanted], [_unversioned(e) for e in got]
+        wanted = _in_order([e.model_dump() for e in events], expect.orders)
+        got = _in_order(result.logs.get(execution, []), expect.orders)
         for want, have in zip(wanted, got):
-            if want["type"] != have.get("type") or not json_equal(want["payload"], have.get("payload")):
+            have = _as_ours(want, have, digests, own)
+            skip = () if versioned else VERSION_FIELDS.get(want["type"], ())
+            if want["type"] != have.get("type") or not json_equal(observed(want["type"], want["payload"], skip),
+                                                                  observed(want["type"], have.get("payload"), skip)):
                 found.append(f"{execution} #{want['seq']}: expected {want['type']} {show(want['payload'], 50)}, "
                              f"got {have.get('type')} {show(have.get('payload'), 50)}")
                 break
@@ -115,6 +226,55 @@ def compare(expect: Expectation, result: ReplayResult, versioned: bool = True) -
     return found
 
 
+def _as_ours(want: dict, have: dict, digests: frozenset[str], own: dict[str, str]) -> dict:
+    """`have` with the kernel's digest of a view written as loomcheck's wherever it appears (the
+    park's condition, and every echo of it: the answer, what the gate observed), where it
+    consistently stands for the same view: one kernel digest per view, one view per digest."""
+    condition = (want.get("payload") or {}).get("condition") if isinstance(want.get("payload"), dict) else None
+    theirs = (have.get("payload") or {}).get("condition") if isinstance(have.get("payload"), dict) else None
+    if want.get("type") == "EXECUTION_SUSPENDED" and isinstance(condition, dict) and isinstance(theirs, dict):
+        ours, recorded = condition.get("viewDigest"), theirs.get("viewDigest")
+        if ours in digests and type(recorded) is str and V2_DIGEST.fullmatch(recorded) \
+                and recorded not in own.values() and ours not in own:
+            own[ours] = recorded
+    back = {theirs: ours for ours, theirs in own.items() if theirs != ours}
+    return {**have, "payload": _replaced(have.get("payload"), back)} if back else have
+
+
+def _replaced(value: Any, back: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return back.get(value, value)
+    if isinstance(value, dict):
+        return {k: _replaced(v, back) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replaced(v, back) for v in value]
+    return value
+
+
+def _answer_then_grant(events: list[dict], index: int) -> bool:
+    """A gate's resume-typed event directly followed by the APPROVAL_GRANTED of the same resume."""
+    return (index + 1 < len(events) and events[index + 1].get("type") == APPROVAL_GRANTED
+            and events[index].get("type") not in kernel_event_types())
+
+
+def _meets(order: str, logs: dict[str, list[dict]]) -> bool:
+    if order == "approval-position":
+        return any(e.get("type") == APPROVAL_GRANTED for events in logs.values() for e in events)
+    return False
+
+
+def _in_order(events: list[dict], orders: list[str]) -> list[dict]:
+    """The events with each admissible order put one way (ADR 0117 D2 records the evidence, not
+    where: APPROVAL_GRANTED before or after the gate's resume-typed event), keeping seqs in place."""
+    if "approval-position" not in orders:
+        return list(events)
+    ordered = list(events)
+    for index in range(len(ordered) - 1):
+        if _answer_then_grant(ordered, index):
+            first, second = ordered[index], ordered[index + 1]
+            ordered[index], ordered[index + 1] = {**second, "seq": first.get("seq")}, {**first, "seq": second.get("seq")}
+    return ordered
+
 
 def difference_violation(invariant: str, log_name: str, difference: str, result: ReplayResult) -> Violation:
     """A difference from a regression log's expectation (compare's wording) as a violation of the
@@ -124,7 +284,7 @@ def difference_violation(invariant: str, log_name: str, difference: str, result:
         return Violation(invariant, f"{log_name}: {difference}", (int(first.group("seq")),),
                          ("the first event that differs from what the committed regression log expects",),
                          f"#{first.group('seq')} {first.group('want')}, as {log_name} records it", first.group("x"))
-    outcome = re.match(r"operation (?P<n>\d+): expected (?P<want>\S+), got ", difference)
+    outcome = re.match(r"operation (?P<n>\d+): expected (?P<want>.+?), got ", difference)
     if outcome is not None:
         number = int(outcome.group("n"))
         execution, before, appended = result.marks[number - 1] if number <= len(result.marks) else (None, None, [])
@@ -133,14 +293,6 @@ def difference_violation(invariant: str, log_name: str, difference: str, result:
         return Violation(invariant, f"{log_name}: {difference}", tuple(s for s, _ in cited), tuple(r for _, r in cited),
                          f"operation {number} {outcome.group('want')}, as {log_name} records it", execution)
     return Violation(invariant, f"{log_name}: {difference}")
-
-
-def _unversioned(event: dict) -> dict:
-    fields = VERSION_FIELDS.get(event.get("type"), ())
-    payload = event.get("payload")
-    if not fields or not isinstance(payload, dict):
-        return event
-    return {**event, "payload": {k: v for k, v in payload.items() if k not in fields}}
 
 
 def minimise(session: Session, operations: list[Operation], invariant_id: str, budget: int = 300,

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loomcheck.harness.replay import ReplayResult, compare, difference_violation, run_on_reference, run_operations
+from loomcheck.harness.replay import (ReplayResult, compare, difference_violation, run_on_reference,
+                                      run_operations, view_digests)
 from loomcheck.harness.script import (AdvanceClock, Configure, Define, Load, Operation, Recover,
                                       RecoverAbandoned, Restart, Resume, ResumeAs, Start, describe, from_model)
 from loomcheck.harness.session import Session, hello_of
@@ -120,7 +121,7 @@ def _explanation(result: ReplayResult, log: RegressionLog, versioned: bool) -> E
     if found:
         return result.explain(found[0])
     if log.expect is not None and log.invariants:
-        differences = compare(log.expect, result, versioned)
+        differences = compare(log.expect, result, versioned, digests=view_digests(log))
         if differences:
             return result.explain(difference_violation(log.invariants[0], log.name, differences[0], result))
     return None

@@ -157,7 +157,8 @@ class Run:
                  report_dir: Path = Path("loomcheck-report"), seed: int | None = None,
                  progress: Progress | None = None, transport: TransportOptions | None = None,
                  manifest: Manifest | None = None, explore_depth: int | None = None,
-                 explore_seconds: float | None = None, database: ExampleDatabase | None = None) -> None:
+                 explore_seconds: float | None = None, database: ExampleDatabase | None = None,
+                 profile_checks: str = "advisory") -> None:
         if profile not in PROFILES:
             raise ValueError(f"--profile {profile!r}: choose one of {', '.join(PROFILES)}")
         self.impl = impl
@@ -179,7 +180,8 @@ class Run:
         self.layer = "stateful"  # the coverage layer the steps being applied belong to
         self.na: dict[str, str] = {}
         self.report = Report(suiteVersion=__version__, implementation=Implementation(spec=impl), profile=profile,
-                             seed=self.seed, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+                             seed=self.seed, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                             profileChecks=profile_checks)
         self.driver: Driver | None = None
 
     # -- the run ---------------------------------------------------------------------
@@ -532,7 +534,7 @@ class Run:
             tally = self.tallies[inv.id]
             record = InvariantRecord(id=inv.id, adr=inv.adr, decision=inv.decision, title=inv.title, kind=inv.kind,
                                      statement=inv.statement, checks=list(inv.checks), status="pass",
-                                     examples=tally.examples)
+                                     examples=tally.examples, profile=inv.profile)
             if inv.id in self.na:
                 record.status, record.message = "not-applicable", self.na[inv.id]
             elif inv.kind in DEMONSTRATIONS and not tally.errors and tally.examples:

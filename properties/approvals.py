@@ -7,6 +7,8 @@ the oracle for digests is spec/canonical.py, with its published vectors."""
 
 from __future__ import annotations
 
+import re
+
 from typing import Any, Iterator
 
 from loomcheck.harness.script import AdvanceClock, Configure, Load, Resume, ResumeAs
@@ -28,6 +30,8 @@ from loomcheck.properties.registry import Violation, predicate
 from loomcheck.properties.signing import covers, rejection, weak
 from loomcheck.spec.canonical import view_digest
 from loomcheck.spec.names import APPROVAL_GRANTED, TIMER_FIRED
+from loomcheck.spec.observables import observed
+from loomcheck.spec.profiles import admissible_reasons
 from loomcheck.spec.programs import FlowProgram, SleepOp, SuspendOp
 from loomcheck.spec.vocabulary import kernel_event_types
 
@@ -69,19 +73,28 @@ def _authenticated(step: Step, trace: Trace, before: Moment) -> bool:
     return covers(trace.security, step.op.type) and _echoes(before, step.op.payload)
 
 
-def _expected_digests(program: FlowProgram, on: str) -> set[str | None]:
-    found: set[str | None] = set()
-    for op in program.suspend_points():
-        if isinstance(op, SleepOp) and on == TIMER_FIRED:
-            found.add(None)
-        elif isinstance(op, SuspendOp) and op.on == on:
-            found.add(view_digest(op.view) if op.has_view() else op.viewDigest)
-    return found
+def _declared(program: FlowProgram, on: str) -> list[SuspendOp | SleepOp]:
+    return [op for op in program.suspend_points()
+            if (isinstance(op, SleepOp) and on == TIMER_FIRED) or (isinstance(op, SuspendOp) and op.on == on)]
 
 
-# -- D1: the view digest -------------------------------------------------------------
-@predicate("approvals.digest-recorded")
-def parks_record_the_declared_digest(step: Step, trace: Trace) -> Iterator[Violation]:
+def _digest_shape(declared: list[SuspendOp | SleepOp], recorded: Any) -> bool:
+    """ADR 0117 D1 decides: a view's gate records "v2:" and a SHA-256 (over the kernel's
+    canonical JSON, whose bytes are a profile choice); a declared digest verbatim; else none."""
+    for op in declared:
+        if isinstance(op, SuspendOp) and op.has_view():
+            if type(recorded) is str and V2_DIGEST.fullmatch(recorded):
+                return True
+        elif (op.viewDigest if isinstance(op, SuspendOp) else None) == recorded:
+            return True
+    return False
+
+
+V2_DIGEST = re.compile(r"v2:[0-9a-f]{64}")
+
+
+def _parks(step: Step, trace: Trace) -> Iterator[tuple[dict, dict, list[SuspendOp | SleepOp]]]:
+    """Each gate park the step appended, its condition, and the suspend points it may be."""
     for execution, before, after in logs_touched(step):
         program = trace.flow_of(after, execution)
         if program is None:
@@ -91,16 +104,41 @@ def parks_record_the_declared_digest(step: Step, trace: Trace) -> Iterator[Viola
                 continue
             condition = condition_of(event)
             if "stepId" in condition:  # a human step's or an in-doubt park: no proposal of its own
-                expected: set[str | None] = {None}
+                yield event, condition, []
             else:
-                expected = _expected_digests(program, str(condition.get("on")))
-            if expected and condition.get("viewDigest") not in expected:
-                want = " or ".join(show(d) for d in sorted(expected, key=str))
-                yield Violation("approvals.digest-recorded",
-                                f"#{event['seq']} parked on {condition.get('on')!r} with viewDigest "
-                                f"{show(condition.get('viewDigest'))}; the gate declares {want} (spec/canonical-json.md: "
-                                f"v2: + SHA-256 of the view's canonical JSON).", (event["seq"],))
-                return
+                declared = _declared(program, str(condition.get("on")))
+                if declared:
+                    yield event, condition, declared
+
+
+# -- D1: the view digest -------------------------------------------------------------
+@predicate("approvals.digest-recorded")
+def parks_record_the_declared_digest(step: Step, trace: Trace) -> Iterator[Violation]:
+    for event, condition, declared in _parks(step, trace):
+        recorded = condition.get("viewDigest")
+        if (not declared and recorded is not None) or (declared and not _digest_shape(declared, recorded)):
+            want = " or ".join(sorted({"v2: + a SHA-256 of the view (64 hex digits)" if isinstance(op, SuspendOp)
+                                       and op.has_view() else show(getattr(op, "viewDigest", None))
+                                       for op in declared})) or "none"
+            yield Violation("approvals.digest-recorded",
+                            f"#{event['seq']} parked on {condition.get('on')!r} with viewDigest {show(recorded)}; the "
+                            f"gate declares {want}.", (event["seq"],))
+            return
+
+
+@predicate("approvals.digest-bytes")
+def digests_hash_loomcheck_canonical_json(step: Step, trace: Trace) -> Iterator[Violation]:
+    """Profile canonical-json: the kernel's canonical JSON is spec/canonical-json.md's bytes."""
+    for event, condition, declared in _parks(step, trace):
+        views = [op for op in declared if isinstance(op, SuspendOp) and op.has_view()]
+        recorded = condition.get("viewDigest")
+        if views and _digest_shape(views, recorded) and recorded not in {view_digest(op.view) for op in views}:
+            want = " or ".join(sorted(view_digest(op.view) for op in views))
+            yield Violation("approvals.digest-bytes",
+                            f"#{event['seq']} parked on {condition.get('on')!r} with viewDigest {show(recorded)}; "
+                            f"loomcheck's canonical JSON of the view (spec/canonical-json.md) digests to {want}.",
+                            (event["seq"],))
+            return
 
 
 @predicate("approvals.digest-echoed")
@@ -175,12 +213,12 @@ def grants_record_who_approved(step: Step, trace: Trace) -> Iterator[Violation]:
         typed = next((e for e in added if e.get("type") == step.op.type), None)
         good = (isinstance(payload, dict) and payload.get("actor") == expected_actor
                 and isinstance(payload.get("verifiedBy"), str) and payload["verifiedBy"] != ""
-                and typed is not None and grants[0]["seq"] < typed["seq"])
+                and typed is not None)  # before or after the resume-typed event (profile: approval-position)
         if not good:
             shown = ", ".join(f"#{e.get('seq')} {e.get('type')} {show(e.get('payload'), 40)}" for e in added[:4])
             yield Violation("approvals.granted-evidence",
                             f"the approval of {step.op.type!r} by {expected_actor!r} was accepted; it must record "
-                            f"APPROVAL_GRANTED {{actor: {expected_actor!r}, verifiedBy}} before the answer, and the log "
+                            f"APPROVAL_GRANTED {{actor: {expected_actor!r}, verifiedBy}} beside the answer, and the log "
                             f"recorded {shown or 'nothing'}.", tuple(e.get("seq") for e in added[:4]))
             return
 
@@ -233,11 +271,13 @@ def the_park_is_located(step: Step, trace: Trace) -> Iterator[Violation]:
     before = _answer(step, trace)
     if before is None or not _authenticated(step, trace, before) or park_seq(step.log_before) is not None:
         return
-    if step.outcome.reason != "park-not-located":
+    # Round 2 decides the refusal; its reason may be park-not-located or, as an authenticator
+    # handed no park gives it, unauthenticated (spec/profiles.toml, park-gone-reason).
+    if step.outcome.ok or step.outcome.reason not in admissible_reasons("resume", "park-not-located", "park-gone"):
         yield Violation("approvals.park-located",
                         f"{step.execution}'s EXECUTION_SUSPENDED is no longer in its log, so the approval of "
                         f"{step.op.type!r} cannot be bound to its park; it got {step.outcome.short()}, not refused "
-                        f"park-not-located (the tip is never bound).")
+                        f"park-not-located or unauthenticated (the tip is never bound).")
 
 
 # -- D5: timers ------------------------------------------------------------------------
@@ -344,7 +384,11 @@ def imported_logs_are_kept_as_written(step: Step, trace: Trace) -> Iterator[Viol
     if not isinstance(step.op, Load) or not step.outcome.ok:
         return
     for given, stored in zip(step.op.events, step.log_after):
-        if given.get("type") != stored.get("type") or not json_equal(given.get("payload"), stored.get("payload")):
+        # As observables (spec/observables.toml): an answer exactly as given, a kernel event by the
+        # fields a decision defines; a field the kernel adds to its own events is not a re-parse.
+        kind = given.get("type")
+        if kind != stored.get("type") or not json_equal(observed(kind, given.get("payload")),
+                                                        observed(kind, stored.get("payload"))):
             yield Violation("typed.rehydration-not-validated",
                             f"the imported #{stored.get('seq')} {given.get('type')} {show(given.get('payload'), 40)} was "
                             f"stored as {stored.get('type')} {show(stored.get('payload'), 40)}: rehydration must not "

@@ -19,7 +19,7 @@ from loomcheck.spec.canonical import MAX_DEPTH, depth
 from loomcheck.spec.files import SPEC_ROOT, read_json
 from loomcheck.spec.vocabulary import refusals
 
-DIGESTS = ("approvals.digest-recorded", "approvals.digest-echoed")
+DIGESTS = ("approvals.digest-recorded", "approvals.digest-echoed", "approvals.digest-bytes")
 DEPTH = "approvals.digest-depth"
 STALE = "v2:" + "f" * 64
 

@@ -17,17 +17,31 @@ _OBSERVABLE_PREFIXES = tuple(f"variables.{v}" for v in OBSERVABLE_VARIABLES) + (
 
 
 def observable(state: dict[str, Any]) -> dict[str, Any]:
-    """The part of a folded state the spec defines (kernels may keep more)."""
+    """The part of a folded state the spec defines (kernels may keep more; docs/driver.md, "The
+    folded state"). Free, so not compared (spec/profiles.toml): the answer list and the latest
+    answer absent or [] and null before the first answer (absent-or-null); a step's status name
+    unless it is completed, and the output of a step that has not completed (step-status-names)."""
     variables = state.get("variables") if isinstance(state.get("variables"), dict) else {}
     steps = state.get("steps") if isinstance(state.get("steps"), dict) else {}
+    shown = {k: variables[k] for k in OBSERVABLE_VARIABLES if k in variables}
+    if shown.get("_resumePayloads", []) == []:
+        shown.pop("_resumePayloads", None)
+        if shown.get("_resumePayload", None) is None:
+            shown.pop("_resumePayload", None)
     return {
         "status": state.get("status"),
         "flowId": state.get("flowId"),
         "suspendedOn": state.get("suspendedOn"),
         "output": state.get("output"),
-        "variables": {k: variables[k] for k in OBSERVABLE_VARIABLES if k in variables},
-        "steps": {k: {"status": v.get("status"), "output": v.get("output")} for k, v in steps.items() if isinstance(v, dict)},
+        "variables": shown,
+        "steps": {k: _step_observable(v) for k, v in steps.items() if isinstance(v, dict)},
     }
+
+
+def _step_observable(frame: dict[str, Any]) -> dict[str, Any]:
+    if frame.get("status") == "completed":
+        return {"status": "completed", "output": frame.get("output")}
+    return {"status": "not completed"}
 
 
 def differing(left: dict[str, Any], right: dict[str, Any], prefix: str = "") -> list[tuple[str, Any, Any]]:

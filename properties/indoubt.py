@@ -158,8 +158,8 @@ def attempt_violations(step: Step, trace: Trace, invariant: str) -> Iterator[Vio
             k = max(open_attempts)
             if attempts(after, step_id).get(k) != "started" or verdict_before(after, len(after), step_id, k):
                 continue
-            marked = any(e.get("type") == "EFFECT_INDOUBT" and _payload(e) == {"stepId": step_id, "attempt": k}
-                         for e in after)
+            marked = any(e.get("type") == "EFFECT_INDOUBT" and _payload(e).get("stepId") == step_id
+                         and _payload(e).get("attempt") == k for e in after)  # fields a kernel adds are its own
             parked = final_moment(after, trace.snapshots.get(execution))
             cond = parked.condition or {}
             if not marked or parked.parked_on != IN_DOUBT or cond.get("stepId") != step_id or cond.get("attempt") != k:

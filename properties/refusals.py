@@ -8,9 +8,11 @@ from typing import Iterator
 from loomcheck.harness.script import Define, Resume
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import BINDING_REFUSALS, IN_DOUBT, answers_gate, code_changed, final_moment, without_grant
+from loomcheck.properties.logview import (BINDING_REFUSALS, IN_DOUBT, TERMINAL, answers_gate, code_changed, final_moment,
+                                         without_grant)
 from loomcheck.properties.explain import describe, refusal_argument
 from loomcheck.properties.registry import Violation, predicate
+from loomcheck.spec.profiles import admissible_reasons
 from loomcheck.spec.vocabulary import kernel_event_types, refusals
 
 
@@ -90,7 +92,9 @@ def unparked_resumes_are_refused(step: Step, trace: Trace) -> Iterator[Violation
         return
     before = _before(step, trace)
     if isinstance(step.op, Resume) and step.op.type not in kernel_event_types() and before.status != "suspended":
-        if step.outcome.reason != "not-suspended":
+        # A finished execution may be refused terminal as well (spec/profiles.toml, resume-finished-reason).
+        situation = "terminal" if before.status in TERMINAL else None
+        if step.outcome.reason not in admissible_reasons("resume", "not-suspended", situation):
             yield Violation("resume.not-suspended",
                             f"resume {step.op.type!r} arrived while the execution was {before.status} (not parked) "
                             f"and got {step.outcome.short()}, not refused not-suspended.",

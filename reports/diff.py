@@ -53,6 +53,11 @@ def diff_reports(base: Report, candidate: Report) -> ReportDiff:
         if old is None:
             diff.added.append(change)
         if new.status in FAILING and (old is None or old.status not in FAILING):
+            # A new profile disagreement (spec/profiles.toml) is a change, not a conformance failure,
+            # unless the candidate's run counted it (--profile-checks strict).
+            if new.disagrees and candidate.profileChecks != "strict":
+                diff.changed.append(change)
+                continue
             diff.newly_failing.append(change)
         elif old is None:
             continue

@@ -158,6 +158,8 @@ def _cell(record: InvariantRecord | None, report_path: Path, html_dir: Path) -> 
         label, css = f"{record.status} (expected)", f"{css} expected"
     elif record.manifest == "unexpected-pass":
         label, css = "pass (unexpected)", f"{css} unexpected"
+    elif record.disagrees:  # a choice the ADRs leave open (spec/profiles.toml), not a violation
+        label, css = f"profile ({record.profile})", "s-hazard"
     if record.expected is not None:
         notes.append(f"manifest expects {record.expected.status}: {record.expected.reason}")
     href = None

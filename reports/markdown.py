@@ -63,6 +63,9 @@ def _counts(report: Report) -> str:
     text += f"** in {report.wallSeconds:.1f}s ({report.stateMachineSteps} state-machine steps)"
     if s.expectedFailures:
         text += f"; {s.expectedFailures} expected by the manifest"
+    if s.profileDisagreements:
+        counted = "counted" if report.profileChecks == "strict" else "not counted in conformance"
+        text += f"; {s.profileDisagreements} profile disagreements ({counted}, spec/profiles.toml)"
     if report.unexpectedPasses:
         text += f"; {len(report.unexpectedPasses)} unexpected passes"
     return text + "."
@@ -115,6 +118,8 @@ def _explanation(e: ExplanationModel) -> str:
 
 
 def _status(record: InvariantRecord) -> str:
+    if record.disagrees:  # a choice the ADRs leave open (spec/profiles.toml), apart from conformance
+        return f"profile ({record.profile})"
     if record.manifest == "expected-failure":
         return f"{record.status} (expected)"
     if record.manifest == "unexpected-pass":

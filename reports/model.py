@@ -94,6 +94,13 @@ class InvariantRecord(_Model):
     explanation: ExplanationModel | None = Field(default=None, description="for a failure: why, from the counterexample")
     expected: Expected | None = Field(default=None, description="the manifest's entry for this invariant, if any")
     manifest: ManifestVerdict | None = Field(default=None, description="how the status compares with `expected`")
+    profile: str | None = Field(default=None, description="the choice of spec/profiles.toml the check rests on: a "
+                                                          "failure is a profile disagreement, not an ADR violation")
+
+    @property
+    def disagrees(self) -> bool:
+        """A failure of a check that rests on a profile choice: reported apart from conformance."""
+        return self.profile is not None and self.status == "fail"
 
     @property
     def excused(self) -> bool:
@@ -166,6 +173,8 @@ class Summary(_Model):
     errors: int = 0
     hazards: int = 0
     expectedFailures: int = Field(default=0, description="failures and errors the manifest expects (counted in failed/errors too)")
+    profileDisagreements: int = Field(default=0, description="failures of checks resting on a profile choice "
+                                                             "(spec/profiles.toml), not counted in failed")
 
 
 class Report(_Model):
@@ -187,22 +196,31 @@ class Report(_Model):
     findings: list[Finding] = []
     unexpectedPasses: list[str] = Field(default=[], description="invariants the manifest expects to fail that passed")
     coverage: list[CoverageRow] = Field(default=[], description="what the run reached (issue 9); empty in older reports")
+    profileChecks: Literal["advisory", "strict"] = Field(
+        default="advisory", description="advisory: a profile disagreement never changes the exit status or the "
+                                        "conformance verdict; strict: it counts as a violation")
 
     def summarise(self) -> None:
         counts = {"pass": 0, "fail": 0, "not-applicable": 0, "error": 0, "hazard": 0, "residual": 0,
                   "not-reproduced": 0}
+        disagreements = 0
         for record in self.results:
+            if record.disagrees:
+                disagreements += 1
+                continue
             counts[record.status] += 1
-        self.summary = Summary(passed=counts["pass"], failed=counts["fail"],
+        self.summary = Summary(passed=counts["pass"], failed=counts["fail"], profileDisagreements=disagreements,
                                notApplicable=counts["not-applicable"], errors=counts["error"],
                                hazards=counts["hazard"] + counts["residual"] + counts["not-reproduced"],
                                expectedFailures=sum(r.excused for r in self.results))
 
     def exit_code(self, strict: bool = False) -> int:
         """0 all pass; 1 a violation; 2 incomplete or an error (documented in the README).
+        A profile disagreement is a violation only under `profileChecks == "strict"`.
         A failure or error the manifest expects counts as neither; an unexpected pass
         is a violation only when `strict` (the manifest is then held to the run)."""
-        if any(r.status == "fail" and not r.excused for r in self.results):
+        if any(r.status == "fail" and not r.excused and (not r.disagrees or self.profileChecks == "strict")
+               for r in self.results):
             return 1
         if strict and self.unexpectedPasses:
             return 1

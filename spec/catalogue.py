@@ -62,6 +62,17 @@ class Invariant(BaseModel):
     requires: tuple[Literal[FEATURES], ...] = ()
     checks: tuple[Literal[CHECK_KINDS], ...] = Field(min_length=1)
     notes: str | None = Field(default=None, description="edge cases and what the statement deliberately leaves out")
+    profile: str | None = Field(default=None, description="the choice of spec/profiles.toml the check rests on: its "
+                                                          "verdict is profile agreement, not ADR conformance")
+
+    @field_validator("profile")
+    @classmethod
+    def _known_choice(cls, choice: str | None) -> str | None:
+        from loomcheck.spec.profiles import profile
+
+        if choice is not None and choice not in profile().ids:
+            raise ValueError(f"{choice!r} is no choice of spec/profiles.toml ({', '.join(sorted(profile().ids))})")
+        return choice
 
     @field_validator("statement")
     @classmethod

@@ -154,7 +154,13 @@ OperationModel = Annotated[Union[DefineModel, StartModel, ResumeModel, ResumeAsM
 
 
 class Expectation(_Model):
-    outcomes: list[str] = Field(description='per operation: "ok", "ok:crashed" (the worker died), "ok:[ids]" (recover-abandoned, advance-clock: the executions re-driven or woken) or "refused:<reason>"')
+    """What a conforming kernel produces, as observables (harness/replay.py compares them):
+    outcomes by reason (and error type), logs by event type and the payload fields a decision
+    defines (spec/observables.toml). Where the ADRs admit several, the expectation lists them."""
+
+    outcomes: list[Union[str, list[str]]] = Field(description='per operation: "ok", "ok:crashed" (the worker died), "ok:[ids]" (recover-abandoned, advance-clock: the executions re-driven or woken) or "refused:<reason>"; a list: any of these outcomes is correct (spec/profiles.toml, kind reason)')
+    errors: list[str | None] | None = Field(default=None, description="per operation: the refusal's error type (null when accepted); absent in logs written before it was recorded")
+    orders: list[str] = Field(default=[], description="order choices of spec/profiles.toml the log's events may take either way, e.g. approval-position")
     logs: dict[str, list[EventModel]]
 
 

@@ -398,7 +398,7 @@ CHECKS: tuple[Check, ...] = (
            "fold.resume-payloads-ordered", "fold.null-resume-status-only")),
     Check("fold-snapshot", f"{_HERE}.fold_whole", f"{_HERE}.fold_from_snapshot", ("fold.state-is-fold-of-log",)),
     Check("canonical", f"{_HERE}.canonical_reference", f"{_HERE}.canonical_spec",
-          ("approvals.digest-recorded",)),   # the text the digest hashes; depth <= 2 here, so not digest-depth
+          ("approvals.digest-bytes",)),   # the text the digest hashes; depth <= 2 here, so not digest-depth
 )
 
 

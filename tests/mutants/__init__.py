@@ -58,7 +58,8 @@ CATCHES: dict[str, tuple[str, ...]] = {
     "shape_before_identity": ("typed.identity-before-shape",),
     "validating_load": ("typed.rehydration-not-validated",),
     # ADR 0117
-    "sorted_dumps_digest": ("approvals.digest-recorded",),
+    "sorted_dumps_digest": ("approvals.digest-bytes",),
+    "short_digest": ("approvals.digest-recorded",),
     "digest_not_enforced": ("approvals.digest-echoed",),
     "shallow_views": ("approvals.digest-depth",),
     "park_unbound_signature": ("approvals.signature-bound",),
