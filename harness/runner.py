@@ -19,22 +19,8 @@ from loomcheck.harness.driver import Driver, Hello
 from loomcheck.harness.loading import ImplementationSpecError, TransportOptions, killable, resolve_factory
 from loomcheck.harness.replay import (difference_violation, expectation_of, minimise, replay, run_on_reference,
                                       run_operations)
-from loomcheck.harness.script import (
-    AdvanceClock,
-    Configure,
-    Define,
-    Kill,
-    Load,
-    Operation,
-    Recover,
-    RecoverAbandoned,
-    Restart,
-    Resume,
-    ResumeAs,
-    from_model,
-    to_json,
-)
-from loomcheck.spec.programs import program_features
+from loomcheck.harness.script import Operation, from_model, to_json
+from loomcheck.harness.needs import operations_need
 from loomcheck.harness.session import ImplementationFailed, RunAborted, Session, hello_of
 from loomcheck.properties.bound import run_bound_answers
 from loomcheck.properties.emitwitnesses import run_emit_witnesses
@@ -122,34 +108,6 @@ def not_applicable_because(invariant: Invariant, hello: Hello, withheld: dict[st
     if version_key(invariant.since) > version_key(hello.eventSchema):
         return f"applies from EVENT_SCHEMA {invariant.since}; {hello.name} declares {hello.eventSchema}"
     return None
-
-
-def operations_need(operations: list[Operation]) -> set[str]:
-    """The driver features a script uses: its operations and its flow programs."""
-    needs = set()
-    for op in operations:
-        if isinstance(op, Load):
-            needs.add("load-log")
-        if isinstance(op, (Recover, RecoverAbandoned)):
-            needs.add("recover")
-        if isinstance(op, ResumeAs):
-            needs.add("resume-as")
-        if isinstance(op, Restart):
-            needs.add("restart")
-        if isinstance(op, Define):
-            needs |= program_features(op.program)
-        options = (op.options or {}) if isinstance(op, (Resume, ResumeAs)) else {}
-        if isinstance(op, Configure) or set(options) - {"transformState"}:
-            needs.add("security")
-        if "transformState" in options:
-            needs.add("state-migration")
-        if isinstance(op, AdvanceClock):
-            needs.add("timers")
-        if isinstance(op, Kill):
-            needs |= {"durable", "kill-points"} if op.after_appends else {"durable"}
-            if op.during is not None:
-                needs |= operations_need([op.during])
-    return needs
 
 
 class Run:
