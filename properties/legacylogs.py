@@ -21,7 +21,7 @@ from loomcheck.harness.script import Define, Load, Operation, Recover, Resume, R
 from loomcheck.harness.needs import Undeclared, operations_need
 from loomcheck.harness.session import ImplementationFailed, Session, Step
 from loomcheck.properties.keysafety import CorpusResult
-from loomcheck.properties.legacy import HUMAN, NEW_PARK, PAIR, START, REPARKED, _warned, events
+from loomcheck.properties.legacy import HUMAN, NEW_PARK, OLD_PARK, PAIR, START, REPARKED, _warned, events
 from loomcheck.properties.registry import Violation
 from loomcheck.properties.strays import kinds_of, scan_log
 from loomcheck.spec.names import IN_DOUBT_GATE
@@ -49,6 +49,9 @@ IN_DOUBT = {"body": [{"op": "step", "id": "n", "kind": "non-idempotent"}, {"op":
 PARALLEL = {"body": [{"op": "parallel", "branches": [{"op": "step", "id": "h", "kind": "human"},
                                                      {"op": "step", "id": "k", "kind": "human"}]},
                      {"op": "observe"}, {"op": "complete"}]}
+STRAY_AFTER_START = [START, ("EXECUTION_SUSPENDED", {"condition": {"on": "go1"}}), ("go1", "g1"),
+                     ("EXECUTION_RESUMED", "g1"), ("STEP_STARTED", {"stepId": "h", "attempt": 1}), *PAIR,
+                     ("STEP_STARTED", {"stepId": "h", "attempt": 1}), OLD_PARK]
 VERDICT = {"stepId": "n", "resolution": "succeeded", "output": "done"}
 SNAPSHOT = {"sequence": 3, "status": "running", "flowId": "f", "suspendedOn": None, "steps": {},
             "variables": {"_input": None, "_resumePayloads": [{}], "_resumePayload": {}}}
@@ -70,6 +73,11 @@ CASES = (
     LegacyCase("a human park proves nothing", WITH_HUMAN,
                [START, *PAIR, ("STEP_STARTED", {"stepId": "h", "attempt": 1}), NEW_PARK], ("resume", HUMAN, "yes"),
                judged="legacy.human-park-proves-nothing"),
+    # D2's "a human park proves nothing" on its own, outside both ambiguous shapes: the human step
+    # started (go1 answered), its worker died before the park; an old node's recovery wrote {} and
+    # its re-run parked at the step again. Accepted, the stray at-risk: the step takes the {}.
+    LegacyCase("a stray after the human step's first start, then its park", WITH_HUMAN, STRAY_AFTER_START,
+               ("resume", HUMAN, "yes"), judged="legacy.human-park-proves-nothing"),
     LegacyCase("re-parked after an answer", WITH_HUMAN, REPARKED, ("resume", HUMAN, "new"),
                judged="legacy.ambiguous-refused"),
     LegacyCase("stray before the first start, recovery", WITH_HUMAN,
@@ -90,6 +98,8 @@ CASES = (
                judged="legacy.park-attribution"),
     LegacyCase("retention left a {} unexplained", GATES, [("STEP_STARTED", {"stepId": "x", "attempt": 1})],
                ("recover",), snapshot=SNAPSHOT),
+    LegacyCase("retention left a {} unexplained, resumed", GATES,
+               [("EXECUTION_SUSPENDED", {"condition": {"on": "go2"}})], ("resume", "go2", "v2"), snapshot=SNAPSHOT),
     LegacyCase("a pre-1.16 snapshot", GATES, [("STEP_STARTED", {"stepId": "x", "attempt": 1})], ("recover",),
                snapshot={**SNAPSHOT, "variables": {"_input": None, "_resumePayload": {}}}),
 )

@@ -459,7 +459,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 payload = {**payload, "approved": not payload.get("approved")}
             elif fault == "gate altered":
                 gate = "Approve" if gate == "approve" else "approve"
-            elif fault == "discard flag added" and covers(session.trace.security, gate):
+            elif fault == "discard flag added" and covers(session.trace.security, gate) and "legacy-scan" in features:
                 # ADR 0104 D2: an override attached after signing; the signature must cover it.
                 # (At a gate no authenticator covers, it would be refused discard-unverified: the
                 # legacy-override corpus judges that.)

@@ -158,3 +158,12 @@ def node_set() -> FencedKernel:
 
 def fold_only() -> FencedKernel:
     return FencedKernel({"fold"})
+
+
+def from_env() -> FencedKernel:
+    """`LOOMCHECK_FENCE="fold,recover"` (or `"-code-versions"`: every feature but those) picks the set."""
+    import os
+
+    named = [f.strip() for f in os.environ.get("LOOMCHECK_FENCE", "").split(",") if f.strip()]
+    withheld = {f[1:] for f in named if f.startswith("-")}
+    return FencedKernel((ALL - withheld) if withheld else set(named))
