@@ -136,6 +136,9 @@ class Run:
         self.coverage = Coverage()
         self.layer = "stateful"  # the coverage layer the steps being applied belong to
         self.na: dict[str, str] = {}
+        # Invariants some of whose cases were skipped for a feature not declared (harness/needs.py), with why:
+        # one no case could judge at all is not applicable, never "no check ran".
+        self.skipped: dict[str, str] = {}
         self.report = Report(suiteVersion=__version__, implementation=Implementation(spec=impl), profile=profile,
                              seed=self.seed, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
         self.driver: Driver | None = None
@@ -358,6 +361,9 @@ class Run:
                 continue
             needs = operations_need([from_model(m) for m in log.operations])
             if not needs <= set(self.hello.features):
+                missing = ", ".join(sorted(needs - set(self.hello.features)))
+                for invariant_id in targets:
+                    self.skipped.setdefault(invariant_id, f"its regression log {log.name} needs driver feature(s) {missing}")
                 continue
             result = replay(session, log, targets)
             if result.failure is not None and result.failure.reason:  # a fault of its process: a finding, with why
@@ -433,6 +439,9 @@ class Run:
         for inv in invariants:
             tally = self.tallies[inv.id]
             tally.examples += result.cases
+            for missing in result.skipped:
+                self.skipped.setdefault(inv.id, f"the {check.split(':', 1)[1]} corpus's cases need driver "
+                                                f"feature(s) {missing}")
             mine = [v for v in result.violations if v.invariant == inv.id or len(invariants) == 1]
             if mine and tally.failure is None:
                 tally.failure = f"{check.split(':', 1)[1]} corpus: {mine[0].message}"
@@ -508,6 +517,9 @@ class Run:
                     record.explanation = ExplanationModel.model_validate(tally.explanation.to_json())
             elif tally.errors:
                 record.status, record.message = "error", tally.errors[0]
+            elif tally.examples == 0 and inv.id in self.skipped:
+                record.status = "not-applicable"
+                record.message = f"{self.skipped[inv.id]}, which {self.report.implementation.name} does not declare"
             elif tally.examples == 0:
                 record.status = "error"
                 record.message = "no check ran for this invariant" + ("" if self.report.complete else " (the run stopped early)")
