@@ -171,3 +171,12 @@ def test_a_skipped_case_is_counted_apart() -> None:
     result = CorpusResult()
     result.skip(Undeclared("recover x", {"recover"}))
     assert result.cases == 0 and result.skipped == {"recover": 1}
+
+
+def test_replaying_a_log_a_kernel_cannot_run_says_not_applicable(capsys: pytest.CaptureFixture[str]) -> None:
+    from loomcheck.cli import main
+
+    log = Path(__file__).parents[1] / "spec" / "regressions" / "0056-acceptance-criterion-7.json"
+    fence = Path(__file__).parent / "fakes" / "fence.py"
+    assert main(["replay", str(log), "--impl", f"python:{fence}:node_set"]) == 0
+    assert "not applicable" in capsys.readouterr().out
