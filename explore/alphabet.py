@@ -154,6 +154,9 @@ def scenarios(features: frozenset[str]) -> list[Scenario]:
             (Start("x0", "m", LEGACY_INPUT), Resume("x0", "go1", A), Resume("x0", "go2", B), Recover("x0"),
              ResumeAs("x0", "n", "go1", A, {"transformState": {"name": "rename", "from": "id", "to": "key"}}),
              ResumeAs("x0", "n", "Redeploy", None, {"transformState": {"name": "fail", "message": "cannot"}}),
+             # ADR 0056 D3's other refusals: a transform that returns nothing, one not registered
+             ResumeAs("x0", "n", "Redeploy", None, {"transformState": {"name": "nothing"}}),
+             ResumeAs("x0", "n", "Redeploy", None, {"transformState": {"name": "no-such-transform"}}),
              ResumeAs("x0", "n", "Redeploy", None)),
             "ADR 0056 and 0104 D1: resumeAs onto parked, crashed and completed executions, with and "
             "without a state transform.", grows=True),
