@@ -365,12 +365,18 @@ def _repro(args: argparse.Namespace, console: Console) -> int:
 
 def _replay(args: argparse.Namespace, console: Console) -> int:
     from loomcheck.harness.loading import killable, needs_a_process
+    from loomcheck.harness.needs import operations_need
 
     log = load_regression(args.file)
     kills = needs_a_process([from_model(m) for m in log.operations])
     driver = killable(args.impl) if kills else resolve_factory(args.impl)()
     try:
         hello = hello_of(driver)
+        missing = operations_need([from_model(m) for m in log.operations]) - set(hello.features)
+        if missing:  # the run skips such a log; replayed by hand it is not applicable, not a failure
+            console.print(f"not applicable: {escape(log.name)} needs driver feature(s) {', '.join(sorted(missing))}, "
+                          f"which {escape(hello.name)} does not declare")
+            return 0
         session = Session(driver, frozenset(hello.features))
         result = replay(session, log)
     except ImplementationFailed as failed:

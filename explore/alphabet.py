@@ -4,8 +4,8 @@ operations ("letters") that may be applied in any order to them.
 A scenario fixes the flows (defined once, before every history) and the letters;
 the explorer then tries every sequence of letters up to its bound. Letters are
 concrete operations, so a history is a plain script and a failing one is a
-regression log as it stands. Each scenario names the driver features it needs: an
-implementation that lacks one is not explored on it.
+regression log as it stands. The driver features a scenario needs are derived from
+its operations: an implementation that lacks one is not explored on it.
 
 The letters are chosen to reach the situations the decision records are about:
 answers to the right gate, the wrong gate, a kernel event type, an answer while
@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from loomcheck.harness.needs import operations_need
 from loomcheck.harness.script import (
     AdvanceClock,
     Define,
@@ -41,13 +42,17 @@ UNSTORABLE = {"id": "\ud800"}  # a lone surrogate: valid JSON text that no UTF-8
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    requires: frozenset[str]
     setup: tuple[Operation, ...]
     letters: tuple[Operation, ...]
     purpose: str
     # Its states never run out (the clock moves, each migration appends): explored last, so the
     # scenarios that reach a fixpoint leave it their unused time.
     grows: bool = False
+
+    @property
+    def requires(self) -> frozenset[str]:
+        """Derived from its operations and programs (harness/needs.py): every letter may be applied."""
+        return frozenset(operations_need(self.setup + self.letters))
 
     def available(self, features: frozenset[str]) -> bool:
         return self.requires <= features
@@ -81,14 +86,14 @@ def scenarios(features: frozenset[str]) -> list[Scenario]:
     guarded = _guarded_bodies()
     found: list[Scenario] = [
         Scenario(
-            "two-gates", frozenset(), (Define("f", two_gates),),
+            "two-gates", (Define("f", two_gates),),
             (Start("x0", "f", LEGACY_INPUT), Start("x0", "undeployed", LEGACY_INPUT), Start("x0", "f", UNSTORABLE),
              *_common("x0", ("go1", "go2"), has_recover), Resume("x0", "go1", UNSTORABLE["id"]),
              *((RecoverAbandoned(),) if has_recover else ())),
             "ADR 0057 and 0104 D1: two gates with a step between that crashes on its first attempt "
             "(when the kernel can recover): every answer, wrong gate, kernel type and recovery in every order."),
         Scenario(
-            "three-gates", frozenset({"recover"}),
+            "three-gates",
             (Define("g", program(*gate("go1"), {"op": "step", "id": "s1", "output": 1,
                                                 "crash": {"at": "before-effect", "attempts": [1, 2]}},
                                  *gate("go2"), {"op": "step", "id": "s2", "output": 2,
@@ -99,14 +104,14 @@ def scenarios(features: frozenset[str]) -> list[Scenario]:
             "ADR 0057 and 0104 D1 at three gates: steps that crash before and after their effect, twice, "
             "so recoveries interleave with answers at every gate."),
         Scenario(
-            "two-executions", frozenset({"recover"}), (Define("f", two_gates),),
+            "two-executions", (Define("f", two_gates),),
             (Start("x0", "f", LEGACY_INPUT), Start("x1", "f", LEGACY_INPUT), Resume("x0", "go1", A),
              Resume("x1", "go1", B), Resume("x0", "go2", B), Resume("x1", "go2", A), Recover("x0"),
              RecoverAbandoned(), *((Restart(),) if "restart" in features else ())),
             "ADR 0104 D4: recovery across executions re-drives the crashed one and skips the parked one, "
             "before and after the runtime restarts on the same store."),
         Scenario(
-            "in-doubt", frozenset({"in-doubt", "recover"}),
+            "in-doubt",
             (Define("d", program({"op": "step", "id": "charge", "kind": "non-idempotent", "output": "paid",
                                   "crash": {"at": "after-effect", "attempts": [1, 2]}}, *gate("go1"),
                                  {"op": "complete"})),),
@@ -117,7 +122,7 @@ def scenarios(features: frozenset[str]) -> list[Scenario]:
              Resume("x0", IN_DOUBT_GATE, A), Resume("x0", "go1", A)),
             "ADR 0104 D1 in doubt: a verdict answers one park of one attempt; a non-verdict is refused."),
         Scenario(
-            "human-step", frozenset({"human-steps"}),
+            "human-step",
             (Define("h", program({"op": "step", "id": "review", "kind": "human", "on": "HumanInput"},
                                  {"op": "observe"}, *gate("go3"), {"op": "complete"})),),
             (Start("x0", "h", LEGACY_INPUT), Resume("x0", "HumanInput", A), Resume("x0", "HumanInput", B),
@@ -125,14 +130,14 @@ def scenarios(features: frozenset[str]) -> list[Scenario]:
              *((Recover("x0"),) if has_recover else ())),
             "ADR 0104 D1: a human step is a suspend point; its answer is consumed again on every re-run."),
         Scenario(
-            "timed-gate", frozenset({"timers"}),
+            "timed-gate",
             (Define("t", program(*gate("go1", timeout=1_000), *gate("go2"), {"op": "complete"})),),
             (Start("x0", "t", LEGACY_INPUT), AdvanceClock(1_000), Resume("x0", TIMER_FIRED, {"approved": True}),
              Resume("x0", "go1", A), Resume("x0", "go2", B)),
             "ADR 0117 D5: a timed gate answered by the kernel's timer, a caller's forged wake, or an approver.",
             grows=True),
         Scenario(
-            "parallel-gates", frozenset({"parallel"}),
+            "parallel-gates",
             (Define("p", program({"op": "parallel", "branches": [{"op": "suspend", "on": "go1"},
                                                                  {"op": "suspend", "on": "go2"}]},
                                  {"op": "observe"}, {"op": "complete"})),),
@@ -140,7 +145,7 @@ def scenarios(features: frozenset[str]) -> list[Scenario]:
              Resume("x0", "go1", B)),
             "ADR 0104 D1: parallel suspend points take answers in call order."),
         Scenario(
-            "migration", frozenset({"resume-as", "state-migration", "recover"}),
+            "migration",
             (Define("m", program({"op": "input"}, *gate("go1"),
                                  {"op": "step", "id": "s1", "output": 1,
                                   "crash": {"at": "before-effect", "attempts": [1]}}, *gate("go2"),
@@ -149,11 +154,14 @@ def scenarios(features: frozenset[str]) -> list[Scenario]:
             (Start("x0", "m", LEGACY_INPUT), Resume("x0", "go1", A), Resume("x0", "go2", B), Recover("x0"),
              ResumeAs("x0", "n", "go1", A, {"transformState": {"name": "rename", "from": "id", "to": "key"}}),
              ResumeAs("x0", "n", "Redeploy", None, {"transformState": {"name": "fail", "message": "cannot"}}),
+             # ADR 0056 D3's other refusals: a transform that returns nothing, one not registered
+             ResumeAs("x0", "n", "Redeploy", None, {"transformState": {"name": "nothing"}}),
+             ResumeAs("x0", "n", "Redeploy", None, {"transformState": {"name": "no-such-transform"}}),
              ResumeAs("x0", "n", "Redeploy", None)),
             "ADR 0056 and 0104 D1: resumeAs onto parked, crashed and completed executions, with and "
             "without a state transform.", grows=True),
         Scenario(
-            "emit-guard", frozenset({"emit-guard"}),
+            "emit-guard",
             tuple(Define(f"e{i}", program(*body, *gate("go1"), {"op": "complete"}))
                   for i, body in enumerate(guarded)),
             # One execution, started on any of the flows: each start is a first letter of its own

@@ -41,6 +41,7 @@ class Item:
     requires: tuple[str, ...] = ()
     note: str | None = None  # how it is reached, when that is not obvious from its name
     unreachable: str | None = None  # why no driver call can reach it on any kernel (then never a gap)
+    one_of: tuple[str, ...] = ()  # and at least one of these: the several ways a case can get there
 
     @property
     def key(self) -> str:
@@ -79,12 +80,16 @@ REFUSAL_REQUIRES: dict[str, tuple[str, ...]] = {
 _SCAN = ("legacy-scan", "load-log")
 VERDICTS = (
     Item("verdict", "passed", "0104", "D2", _SCAN, "a stray a gate park follows, in the log a scan read"),
-    Item("verdict", "at-risk", "0104", "D2", _SCAN, "a stray no gate park follows, execution live"),
+    # A live execution a plain resume meets is parked, at a gate park (then the stray is passed) unless
+    # the park is a human step's: at-risk needs a recovery, a human park or a resumeAs to be met.
+    Item("verdict", "at-risk", "0104", "D2", _SCAN, "a stray no gate park follows, execution live",
+         one_of=("recover", "human-steps", "resume-as")),
     Item("verdict", "harmless", "0104", "D2", _SCAN,
          "a stray in a terminal log: a correct kernel never scans one (resume and recovery of a finished "
          "execution are refused first, a resumeAs re-open is judged live), so it is reached when an "
          "operation meets such a log and is refused not-suspended or terminal"),
-    Item("verdict", "unverifiable", "0104", "D2", _SCAN, "a snapshot's {} the retained log does not explain"),
+    Item("verdict", "unverifiable", "0104", "D2", _SCAN, "a snapshot's {} the retained log does not explain",
+         one_of=("recover", "human-steps")),  # likewise: no gate park may follow it
     Item("verdict", "reparked-after-answer", "0104", "D2", _SCAN + ("human-steps",),
          "ambiguity shape: reached when the kernel refused ambiguous-legacy-answers or took an override for it"),
     Item("verdict", "stray-before-first-start", "0104", "D2", _SCAN + ("human-steps",),
@@ -578,6 +583,8 @@ class Coverage:
         for item in self.items:
             layers = sorted(self.by.get(item.key, ()), key=LAYERS.index)
             missing = [f for f in item.requires if f not in have]
+            if item.one_of and not have & set(item.one_of):
+                missing.append(" or ".join(item.one_of))
             if item.unreachable is not None and not layers:
                 rows.append(Row(item.kind, item.name, item.adr, item.decision, layers, False,
                                 f"not reachable through the driver: {item.unreachable}"))

@@ -19,22 +19,8 @@ from loomcheck.harness.driver import Driver, Hello
 from loomcheck.harness.loading import ImplementationSpecError, TransportOptions, killable, resolve_factory
 from loomcheck.harness.replay import (difference_violation, expectation_of, minimise, replay, run_on_reference,
                                       run_operations)
-from loomcheck.harness.script import (
-    AdvanceClock,
-    Configure,
-    Define,
-    Kill,
-    Load,
-    Operation,
-    Recover,
-    RecoverAbandoned,
-    Restart,
-    Resume,
-    ResumeAs,
-    from_model,
-    to_json,
-)
-from loomcheck.spec.programs import program_features
+from loomcheck.harness.script import Operation, from_model, to_json
+from loomcheck.harness.needs import operations_need
 from loomcheck.harness.session import ImplementationFailed, RunAborted, Session, hello_of
 from loomcheck.properties.bound import run_bound_answers
 from loomcheck.properties.emitwitnesses import run_emit_witnesses
@@ -124,34 +110,6 @@ def not_applicable_because(invariant: Invariant, hello: Hello, withheld: dict[st
     return None
 
 
-def operations_need(operations: list[Operation]) -> set[str]:
-    """The driver features a script uses: its operations and its flow programs."""
-    needs = set()
-    for op in operations:
-        if isinstance(op, Load):
-            needs.add("load-log")
-        if isinstance(op, (Recover, RecoverAbandoned)):
-            needs.add("recover")
-        if isinstance(op, ResumeAs):
-            needs.add("resume-as")
-        if isinstance(op, Restart):
-            needs.add("restart")
-        if isinstance(op, Define):
-            needs |= program_features(op.program)
-        options = (op.options or {}) if isinstance(op, (Resume, ResumeAs)) else {}
-        if isinstance(op, Configure) or set(options) - {"transformState"}:
-            needs.add("security")
-        if "transformState" in options:
-            needs.add("state-migration")
-        if isinstance(op, AdvanceClock):
-            needs.add("timers")
-        if isinstance(op, Kill):
-            needs |= {"durable", "kill-points"} if op.after_appends else {"durable"}
-            if op.during is not None:
-                needs |= operations_need([op.during])
-    return needs
-
-
 class Run:
     def __init__(self, impl: str, catalogue: Catalogue, *, profile: str = "ci", only: list[str] | None = None,
                  report_dir: Path = Path("loomcheck-report"), seed: int | None = None,
@@ -179,6 +137,9 @@ class Run:
         self.coverage = Coverage()
         self.layer = "stateful"  # the coverage layer the steps being applied belong to
         self.na: dict[str, str] = {}
+        # Invariants some of whose cases were skipped for a feature not declared (harness/needs.py), with why:
+        # one no case could judge at all is not applicable, never "no check ran".
+        self.skipped: dict[str, str] = {}
         self.report = Report(suiteVersion=__version__, implementation=Implementation(spec=impl), profile=profile,
                              seed=self.seed, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                              profileChecks=profile_checks)
@@ -402,6 +363,9 @@ class Run:
                 continue
             needs = operations_need([from_model(m) for m in log.operations])
             if not needs <= set(self.hello.features):
+                missing = ", ".join(sorted(needs - set(self.hello.features)))
+                for invariant_id in targets:
+                    self.skipped.setdefault(invariant_id, f"its regression log {log.name} needs driver feature(s) {missing}")
                 continue
             result = replay(session, log, targets)
             if result.failure is not None and result.failure.reason:  # a fault of its process: a finding, with why
@@ -477,6 +441,9 @@ class Run:
         for inv in invariants:
             tally = self.tallies[inv.id]
             tally.examples += result.cases
+            for missing in result.skipped:
+                self.skipped.setdefault(inv.id, f"the {check.split(':', 1)[1]} corpus's cases need driver "
+                                                f"feature(s) {missing}")
             mine = [v for v in result.violations if v.invariant == inv.id or len(invariants) == 1]
             if mine and tally.failure is None:
                 tally.failure = f"{check.split(':', 1)[1]} corpus: {mine[0].message}"
@@ -552,6 +519,9 @@ class Run:
                     record.explanation = ExplanationModel.model_validate(tally.explanation.to_json())
             elif tally.errors:
                 record.status, record.message = "error", tally.errors[0]
+            elif tally.examples == 0 and inv.id in self.skipped:
+                record.status = "not-applicable"
+                record.message = f"{self.skipped[inv.id]}, which {self.report.implementation.name} does not declare"
             elif tally.examples == 0:
                 record.status = "error"
                 record.message = "no check ran for this invariant" + ("" if self.report.complete else " (the run stopped early)")

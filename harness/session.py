@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from pydantic import ValidationError
 
 from loomcheck.harness.driver import JSON, Driver, Hello, Outcome
+from loomcheck.harness.needs import Undeclared, operations_need
 from loomcheck.harness.script import (
     AdvanceClock,
     Configure,
@@ -126,6 +127,7 @@ class Session:
         self.features = features
         self.deadline = deadline  # time.monotonic() after which every call stops the run
         self.trace = Trace(features=features)
+        self.deployed: dict[str, Any] = {}  # flow id -> the program as last defined (a redefinition is K11's)
         self.in_flight: Operation | None = None  # the operation being applied, kept if the implementation fails
         # Told of every step recorded, whichever check applied it (the coverage report listens here).
         self.observers: list[Callable[[Step, Trace], None]] = []
@@ -139,8 +141,18 @@ class Session:
         self.in_flight = None
         self._call("reset", self.driver.reset)
         self.trace = Trace(features=self.features)
+        self.deployed = {}
+
+    def require(self, needs: set[str] | frozenset[str] | tuple[str, ...], what: str) -> None:
+        """Every driver call of a feature goes through here first: a case that needs one the
+        implementation did not declare stops with `Undeclared` before the call is made."""
+        missing = set(needs) - self.features
+        if missing:
+            raise Undeclared(what, missing)
 
     def apply(self, op: Operation) -> Step:
+        prior = [Define(flow, program) for flow, program in self.deployed.items()] if isinstance(op, Define) else []
+        self.require(operations_need([*prior, op]), describe(op))
         self.in_flight = op
         execution = execution_of(op)
         before = self.read_log(execution) if execution is not None else []
@@ -150,6 +162,7 @@ class Session:
         if isinstance(op, Configure) and outcome.ok:
             self.trace.security = dict(op.config)
         if isinstance(op, Define) and outcome.ok:
+            self.deployed[op.flow] = op.program
             version = self.trace.registered[op.flow] = _version_of(op.program)
             try:
                 self.trace.flows[op.flow] = FlowProgram.model_validate(op.program)
@@ -211,12 +224,14 @@ class Session:
         return self._record(step)
 
     def effects(self, execution: str) -> list[dict[str, JSON]]:
+        self.require({"effect-ledger"}, f"effects {execution}")
         ledger = self._call(f"effects {execution}", lambda: self.driver.effects(execution))
         if not isinstance(ledger, list) or not all(isinstance(e, dict) for e in ledger):
             raise ImplementationFailed(f"effects {execution}", "not a list of {stepId, attempt} objects")
         return ledger
 
     def parked_at_sequence(self, execution: str) -> int | None:
+        self.require({"security"}, f"parked_at_sequence {execution}")
         seq = self._call(f"parked_at_sequence {execution}", lambda: self.driver.parked_at_sequence(execution))
         if seq is not None and type(seq) is not int:
             raise ImplementationFailed(f"parked_at_sequence {execution}", f"returned {seq!r}, not a sequence or null")
@@ -236,18 +251,22 @@ class Session:
         return state
 
     def fold(self, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> dict[str, JSON]:
+        self.require({"fold"}, "fold")
         state = self._call("fold", lambda: self.driver.fold(events, snapshot))
         if not isinstance(state, dict):
             raise ImplementationFailed("fold", f"not an object: {type(state).__name__}")
         return state
 
     # -- calls no script operation expresses yet ------------------------------------
-    def unscripted(self, label: str, call: Callable[[], Any]) -> Any:
+    def unscripted(self, label: str, call: Callable[[], Any], needs: Iterable[str] = ()) -> Any:
         """A driver call outside the script (appending as another node of the fleet,
-        retention, reading warnings: ADR 0104 D2), guarded like every other call."""
+        retention, reading warnings: ADR 0104 D2), guarded like every other call;
+        `needs`: the features it uses (docs/driver.md names each method's)."""
+        self.require(frozenset(needs), label)
         return self._call(label, call)
 
-    def unscripted_outcome(self, label: str, call: Callable[[], Any]) -> Outcome:
+    def unscripted_outcome(self, label: str, call: Callable[[], Any], needs: Iterable[str] = ()) -> Outcome:
+        self.require(frozenset(needs), label)
         return self._outcome(label, call)
 
     # -- calls -------------------------------------------------------------------

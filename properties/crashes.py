@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from loomcheck.harness.needs import operations_need
 from loomcheck.harness.script import Define, Kill, Operation, Recover, RecoverAbandoned, Resume, Start
 from loomcheck.harness.session import ImplementationFailed, Session, Step, Trace
 from loomcheck.properties.keysafety import CorpusResult
@@ -43,7 +44,6 @@ class Plan:
     body: list[dict[str, Any]]
     answers: dict[str, Any]
     output: Any
-    needs: frozenset[str] = frozenset()
 
 
 PLANS = (
@@ -55,7 +55,7 @@ PLANS = (
     Plan("a human step, then a gate",
          [{"op": "step", "id": "a", "output": "A"}, {"op": "step", "id": "h", "kind": "human", "on": "review"},
           {"op": "suspend", "on": "go"}, {"op": "observe"}, {"op": "complete", "output": "ok"}],
-         {"review": "looks right", "go": 7}, "ok", frozenset({"human-steps"})),
+         {"review": "looks right", "go": 7}, "ok"),
 )
 
 
@@ -63,6 +63,11 @@ def script(plan: Plan) -> list[Operation]:
     gates = [op.get("on") for op in plan.body if op.get("op") == "suspend" or op.get("kind") == "human"]
     return [Define("f", {"body": plan.body}), Start("x", "f", None),
             *(Resume("x", gate, plan.answers[gate]) for gate in gates)]
+
+
+def plan_needs(plan: Plan) -> set[str]:
+    """Its script's features (harness/needs.py), and the recovery every kill is followed by."""
+    return operations_need(script(plan)) | {"durable", "recover"}
 
 
 def kill_points(operations: list[Operation], kill_points_feature: bool) -> Iterator[tuple[int, int | None]]:
@@ -80,7 +85,7 @@ def run_sigkill(session: Session, invariant_ids: tuple[str, ...], exhaustive: bo
         return result
     judged = tuple(i for i in JUDGED + (SURVIVE, COMPLETES) if i in invariant_ids)
     for plan in PLANS:
-        if not plan.needs <= session.features:
+        if not plan_needs(plan) <= session.features:
             continue
         operations = script(plan)
         answered_early: set[int] = set()

@@ -6,9 +6,10 @@ answers the gate that bears that name; nothing crashes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from loomcheck.fuzz.hostile import ALL, CATEGORIES
+from loomcheck.harness.needs import Undeclared
 from loomcheck.harness.script import Define, Operation, Resume, Start
 from loomcheck.harness.session import ImplementationFailed, Session, Step, Trace
 from loomcheck.properties.folding import differences, observable
@@ -16,6 +17,7 @@ from loomcheck.properties.logview import answers_gate, final_moment
 from loomcheck.properties.registry import Violation, check_step, predicate
 from loomcheck.spec.vocabulary import kernel_event_types, refusals
 
+T = TypeVar("T")
 HOSTILE = frozenset(ALL)
 ID = "fold.key-safety"
 
@@ -41,6 +43,21 @@ class CorpusResult:
     violations: list[Violation] = field(default_factory=list)
     operations: list[Operation] | None = None  # the script of the first violation, when it has one
     scripts: dict[str, list[Operation]] = field(default_factory=dict)  # per invariant, when a corpus judges several
+    # Cases not run because they need a feature the implementation did not declare, by those features.
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, undeclared: Undeclared) -> None:
+        key = ", ".join(sorted(undeclared.missing))
+        self.skipped[key] = self.skipped.get(key, 0) + 1
+
+
+def gated(result: CorpusResult, case: Callable[[], T]) -> T | None:
+    """One case of a corpus, run only if every feature it reaches is declared (harness/needs.py)."""
+    try:
+        return case()
+    except Undeclared as undeclared:
+        result.skip(undeclared)
+        return None
 
 
 def run_hostile_names(session: Session) -> CorpusResult:
@@ -52,16 +69,19 @@ def run_hostile_names(session: Session) -> CorpusResult:
         for number, name in enumerate(names):
             if name in kernel:
                 continue
-            result.per_category[category] = result.per_category.get(category, 0) + 3
-            result.cases += 3
             label = f"{category}[{number}]"
             # Scripted cases first, so a failure comes with a replayable script.
             for case in (_resume_case, _gate_case, _fold_case):
                 try:
                     found = case(session, name, label)
+                except Undeclared as undeclared:  # the fold case, on a kernel without feature "fold"
+                    result.skip(undeclared)
+                    continue
                 except ImplementationFailed as failed:  # a process that dies on a name is the bug itself
                     # The invariant is "never crashes": a crash on a hostile name is its violation.
                     found = [Violation(ID, f"{label}: the implementation crashed on the name {name[:40]!r}: {failed}")]
+                result.per_category[category] = result.per_category.get(category, 0) + 1
+                result.cases += 1
                 if found and not result.violations and case is not _fold_case:
                     result.operations = session.script()
                 result.violations.extend(found)
@@ -69,8 +89,6 @@ def run_hostile_names(session: Session) -> CorpusResult:
 
 
 def _fold_case(session: Session, name: str, label: str) -> list[Violation]:
-    if "fold" not in session.features:
-        return []
     started = {"seq": 1, "type": "EXECUTION_STARTED", "payload": {"flowId": "f", "input": None}}
     plain = session.fold([started], None)
     hostile = session.fold([started, {"seq": 2, "type": name, "payload": {"x": 1}}], None)

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 from loomcheck.harness.script import Configure, Define, Load, Recover, Restart, Resume, Start
 from loomcheck.harness.session import ImplementationFailed, Session, Step
-from loomcheck.properties.keysafety import CorpusResult
+from loomcheck.properties.keysafety import CorpusResult, gated
 from loomcheck.properties.registry import Violation
 from loomcheck.properties.signing import sign
 from loomcheck.spec.names import TIMER_FIRED, WARN_MEMORY
@@ -57,9 +57,9 @@ def _case(result: CorpusResult, category: str, found: Iterator[Violation], sessi
     """One case. `scripted`: the session's script alone reproduces it. Cases that also
     append as another node, truncate, erase or read warnings are not (yet) scripts, so
     their failures come with the corpus's description instead of a counterexample file."""
+    violations = list(found)  # first: a case that reaches an undeclared feature is skipped, not counted
     result.cases += 1
     result.per_category[category] = result.per_category.get(category, 0) + 1
-    violations = list(found)
     if violations and result.operations is None and scripted:
         result.operations = session.script()
     result.violations.extend(violations)
@@ -128,34 +128,51 @@ def _override_run(session: Session, result: CorpusResult) -> None:
         ("malformed, no authenticator", False, ("invalid-discard", "discard-unverified"),
          lambda: {"discardLegacyAnswers": {"stepId": "h", "count": -1}}),
     ]
-    for label, secure, reasons, options in refusals:
+    def refused(label: str, secure: bool, reasons: tuple[str, ...], options: Callable[[], dict[str, Any]]) -> None:
         _loaded(session, STRAY_FIRST, secure)
         step = session.apply(Resume("x", HUMAN, "yes", options()))
         _case(result, "refused", _refused(step, auth, f"an override ({label})", reasons), session)
-    _loaded(session, STRAY_FIRST, True, gates=("go1", "go2"))  # the authenticator does not cover the human gate
-    step = session.apply(Resume("x", HUMAN, "yes", {"discardLegacyAnswers": discard}))
-    _case(result, "refused", _refused(step, auth, "an override on a gate the authenticator does not verify",
-                                      ("discard-unverified",)), session)
-    if "timers" in session.features:
+
+    for label, secure, reasons, options in refusals:
+        gated(result, lambda: refused(label, secure, reasons, options))
+
+    def uncovered() -> None:
+        _loaded(session, STRAY_FIRST, True, gates=("go1", "go2"))  # the authenticator does not cover the human gate
+        step = session.apply(Resume("x", HUMAN, "yes", {"discardLegacyAnswers": discard}))
+        _case(result, "refused", _refused(step, auth, "an override on a gate the authenticator does not verify",
+                                          ("discard-unverified",)), session)
+
+    def on_a_wake() -> None:
         # A timer's wake is the kernel's own resume: an override on one is refused whoever sends it.
+        session.require({"timers"}, "a timer's wake")  # without timers TIMER_FIRED is just a kernel type
         wake_at = 1_800_000_001_000
         _loaded(session, [START, *PAIR, ("EXECUTION_SUSPENDED", {"condition": {"on": "go1", "wakeAt": wake_at}})], True)
         step = session.apply(Resume("x", TIMER_FIRED, {"wakeAt": wake_at}, {"discardLegacyAnswers": discard}))
         _case(result, "refused", _refused(step, auth, "an override on a timer's wake",
                                           ("discard-on-kernel-resume", "timer-wake-not-system")), session)
-    # A stray in a finished log is harmless (spec/legacy-logs.md): nothing re-runs it, so an
-    # override there, like any resume, is refused before a scan could matter.
-    _loaded(session, [START, *PAIR, ("EXECUTION_COMPLETED", {"output": None})], True)
-    step = session.apply(Resume("x", HUMAN, "yes", _signed(session, "yes", discard)))
-    _case(result, "refused", _refused(step, auth, "an override on a completed execution",
-                                      ("not-suspended", "terminal")), session)
-    _loaded(session, STRAY_FIRST[:-2] + [("STEP_STARTED", {"stepId": "a", "attempt": 1})], True)  # crashed
-    step = session.apply(Recover("x"))
-    _case(result, "refused", _refused(step, "legacy.ambiguous-refused", "a recovery of an ambiguous log",
-                                      ("ambiguous-legacy-answers",)), session)
-    for log, count, answer in ((STRAY_FIRST, 0, "yes"), (REPARKED, 1, "new")):
+
+    def finished() -> None:
+        # A stray in a finished log is harmless (spec/legacy-logs.md): nothing re-runs it, so an
+        # override there, like any resume, is refused before a scan could matter.
+        _loaded(session, [START, *PAIR, ("EXECUTION_COMPLETED", {"output": None})], True)
+        step = session.apply(Resume("x", HUMAN, "yes", _signed(session, "yes", discard)))
+        _case(result, "refused", _refused(step, auth, "an override on a completed execution",
+                                          ("not-suspended", "terminal")), session)
+
+    def recovered() -> None:
+        _loaded(session, STRAY_FIRST[:-2] + [("STEP_STARTED", {"stepId": "a", "attempt": 1})], True)  # crashed
+        step = session.apply(Recover("x"))
+        _case(result, "refused", _refused(step, "legacy.ambiguous-refused", "a recovery of an ambiguous log",
+                                          ("ambiguous-legacy-answers",)), session)
+
+    def honoured(log: list[tuple[str, Any]], count: int, answer: str) -> None:
         _loaded(session, log, True)
         _case(result, "honoured", _honoured(session, count, answer), session)
+
+    for case in (uncovered, on_a_wake, finished, recovered):
+        gated(result, case)
+    for log, count, answer in ((STRAY_FIRST, 0, "yes"), (REPARKED, 1, "new")):
+        gated(result, lambda: honoured(log, count, answer))
 
 
 def _honoured(session: Session, count: int, answer: str) -> Iterator[Violation]:
@@ -189,6 +206,8 @@ def _honoured(session: Session, count: int, answer: str) -> Iterator[Violation]:
                                  f"{answer!r}; it is {frame.get('status')} with {frame.get('output')!r}.", tuple(ends),
                         tuple("the human step's last record after the override" for _ in ends),
                         f"the human step completes with {answer!r}, the {count} discarded entr(y/ies) skipped")
+    if "restart" not in session.features:
+        return  # the replay in a new process: legacy.override-applied's, which needs feature "restart"
     session.apply(Restart())
     final = session.apply(Resume("x", "go2", "g2", _signed(session, "g2", None, gate="go2")))
     seen = [(e["payload"].get("on"), e["payload"].get("value")) for e in final.log_after
@@ -213,7 +232,7 @@ AT_RISK = [START, *PAIR]  # crashed after an old node's recovery: its next gate 
 
 
 def _warned(session: Session, execution: str) -> list[str]:
-    said = session.unscripted("warnings", session.driver.warnings)
+    said = session.unscripted("warnings", session.driver.warnings, needs=("legacy-scan",))
     if not isinstance(said, list) or not all(isinstance(w, dict) for w in said):
         raise ImplementationFailed("warnings", f"returned {said!r}, not a list of objects")
     return [str(w.get("verdict")) for w in said if w.get("executionId") == execution]
@@ -227,10 +246,14 @@ def _warnings_run(session: Session, result: CorpusResult) -> None:
     session.apply(Resume("e0", "go3", 3))
     _case(result, "once", _expect(_warned(session, "e0"), ["passed"], "legacy.warn-once",
                                   "two resumes of one execution with a passed stray"), session, scripted=False)
-    # WARN_MEMORY - 1 other (execution, verdict) pairs: e0's is still remembered. One more: forgotten.
+    gated(result, lambda: _bounded(session, result))
+
+
+def _bounded(session: Session, result: CorpusResult) -> None:
+    """WARN_MEMORY - 1 other (execution, verdict) pairs: e0's is still remembered. One more: forgotten."""
     for i in range(1, WARN_MEMORY + 1):
-        session.unscripted("load", lambda: session.driver.load(f"e{i}", events(AT_RISK), None))
-        session.unscripted("recover", lambda: session.driver.recover(f"e{i}"))
+        session.unscripted("load", lambda: session.driver.load(f"e{i}", events(AT_RISK), None), needs=("load-log",))
+        session.unscripted("recover", lambda: session.driver.recover(f"e{i}"), needs=("recover",))
         if i == WARN_MEMORY - 1:
             session.apply(Resume("e0", "go4", 4))
             _case(result, "bounded", _expect(_warned(session, "e0"), ["passed"], "legacy.warn-memory-bounded",
@@ -273,6 +296,11 @@ def _warm_twins(session: Session, result: CorpusResult, label: str, invariant: s
                 setup: Callable[[Session], None] = _warm_start) -> None:
     """Warm: "w" scanned clean, then changed by `prepare`. Cold: "c", a copy of w's log loaded
     into the same runtime just before the judged operation. Both judged alike."""
+    gated(result, lambda: _twins(session, result, label, invariant, prepare, judge, residual, setup))
+
+
+def _twins(session: Session, result: CorpusResult, label: str, invariant: str, prepare: Callable[[], None],
+           judge: Callable[[str], Any], residual: bool, setup: Callable[[Session], None]) -> None:
     session.reset()
     setup(session)
     prepare()
@@ -306,7 +334,8 @@ def _kind_start(session: Session) -> None:
 
 
 def _append(session: Session, execution: str, pairs: list[tuple[str, Any]]) -> None:
-    outcome = session.unscripted_outcome("append_events", lambda: session.driver.append_events(execution, events(pairs)))
+    outcome = session.unscripted_outcome("append_events", lambda: session.driver.append_events(execution, events(pairs)),
+                                         needs=("legacy-scan",))
     if not outcome.ok:
         raise ImplementationFailed("append_events", f"refused {outcome.reason}")
 
@@ -328,7 +357,7 @@ def _warm_run(session: Session, result: CorpusResult) -> None:
 
     def rewound() -> None:  # erased, and re-created SHORTER than scanned by an old node, a stray first
         to_human()
-        session.unscripted("erase", lambda: session.driver.erase("w"))
+        session.unscripted("erase", lambda: session.driver.erase("w"), needs=("legacy-scan",))
         _append(session, "w", [START, *PAIR, ("STEP_STARTED", {"stepId": "h", "attempt": 1})])
     _warm_twins(session, result, "a log erased and re-created shorter", "scan.invalidated", rewound, recover)
 
@@ -361,14 +390,15 @@ def _warm_run(session: Session, result: CorpusResult) -> None:
                 kind_changed, resume("g2", "x"), residual=True, setup=_kind_start)
 
     def recreated() -> None:  # R1a residual 2: re-created at least as long, a stray early in it
-        session.unscripted("erase", lambda: session.driver.erase("w"))
+        session.unscripted("erase", lambda: session.driver.erase("w"), needs=("legacy-scan",))
         _append(session, "w", [START, *PAIR, ("EXECUTION_SUSPENDED", {"condition": {"on": "go2"}})])
     _warm_twins(session, result, "a log erased and re-created as long", "residual.recreated-log", recreated,
                 resume("go2", "v2"), residual=True)
 
 
 def _truncate(session: Session, execution: str, upto: int) -> None:
-    outcome = session.unscripted_outcome("truncate_prefix", lambda: session.driver.truncate_prefix(execution, upto))
+    outcome = session.unscripted_outcome("truncate_prefix", lambda: session.driver.truncate_prefix(execution, upto),
+                                         needs=("retention",))
     if not outcome.ok:
         raise ImplementationFailed("truncate_prefix", f"refused {outcome.reason}")
 

@@ -18,9 +18,10 @@ from loomcheck.fleet.corpus import Case
 from loomcheck.fleet.generate import fixed_cases, generated_case
 from loomcheck.fleet.replay import answers_of, replay_case
 from loomcheck.harness.script import Define, Load, Operation, Recover, Resume, ResumeAs, Start
+from loomcheck.harness.needs import Undeclared, operations_need
 from loomcheck.harness.session import ImplementationFailed, Session, Step
 from loomcheck.properties.keysafety import CorpusResult
-from loomcheck.properties.legacy import HUMAN, NEW_PARK, PAIR, START, REPARKED, _warned, events
+from loomcheck.properties.legacy import HUMAN, NEW_PARK, OLD_PARK, PAIR, START, REPARKED, _warned, events
 from loomcheck.properties.registry import Violation
 from loomcheck.properties.strays import kinds_of, scan_log
 from loomcheck.spec.names import IN_DOUBT_GATE
@@ -37,7 +38,6 @@ class LegacyCase:
     operation: tuple[Any, ...]             # ("resume", gate, payload) | ("resume-as", gate, payload) | ("recover",)
     judged: str = "legacy.classified"      # the invariant a wrong warning breaks
     snapshot: dict[str, Any] | None = None
-    needs: tuple[str, ...] = ()
 
 
 GATES = {"body": [{"op": "suspend", "on": "go1"}, {"op": "observe"}, {"op": "suspend", "on": "go2"}, {"op": "observe"},
@@ -49,6 +49,9 @@ IN_DOUBT = {"body": [{"op": "step", "id": "n", "kind": "non-idempotent"}, {"op":
 PARALLEL = {"body": [{"op": "parallel", "branches": [{"op": "step", "id": "h", "kind": "human"},
                                                      {"op": "step", "id": "k", "kind": "human"}]},
                      {"op": "observe"}, {"op": "complete"}]}
+STRAY_AFTER_START = [START, ("EXECUTION_SUSPENDED", {"condition": {"on": "go1"}}), ("go1", "g1"),
+                     ("EXECUTION_RESUMED", "g1"), ("STEP_STARTED", {"stepId": "h", "attempt": 1}), *PAIR,
+                     ("STEP_STARTED", {"stepId": "h", "attempt": 1}), OLD_PARK]
 VERDICT = {"stepId": "n", "resolution": "succeeded", "output": "done"}
 SNAPSHOT = {"sequence": 3, "status": "running", "flowId": "f", "suspendedOn": None, "steps": {},
             "variables": {"_input": None, "_resumePayloads": [{}], "_resumePayload": {}}}
@@ -56,43 +59,69 @@ SNAPSHOT = {"sequence": 3, "status": "running", "flowId": "f", "suspendedOn": No
 CASES = (
     LegacyCase("recovery stray passed", GATES, [START, *PAIR, ("EXECUTION_SUSPENDED", {"condition": {"on": "go2"}})],
                ("resume", "go2", "v2")),
-    LegacyCase("recovery stray at risk", GATES, [START, *PAIR], ("recover",), needs=("recover",)),
+    LegacyCase("recovery stray at risk", GATES, [START, *PAIR], ("recover",)),
     LegacyCase("in-doubt verdict entry", IN_DOUBT,
                [START, ("STEP_STARTED", {"stepId": "n", "attempt": 1}), ("EFFECT_INDOUBT", {"stepId": "n", "attempt": 1}),
                 ("EXECUTION_SUSPENDED", {"condition": {"on": IN_DOUBT_GATE, "stepId": "n", "attempt": 1}}),
                 (IN_DOUBT_GATE, VERDICT), ("EXECUTION_RESUMED", VERDICT),
-                ("STEP_COMPLETED", {"stepId": "n", "output": "done"})], ("recover",), needs=("recover", "in-doubt")),
+                ("STEP_COMPLETED", {"stepId": "n", "output": "done"})], ("recover",)),
     LegacyCase("resumeAs onto a crashed execution", GATES,
                [START, ("EXECUTION_MIGRATED", {"fromFlow": "f", "toFlow": "f"}), ("Redeploy", {"p": 1}),
-                ("EXECUTION_RESUMED", {"p": 1})], ("recover",), needs=("recover",)),
+                ("EXECUTION_RESUMED", {"p": 1})], ("recover",)),
+    LegacyCase("a stray in a finished log is harmless", GATES, [START, *PAIR, ("EXECUTION_COMPLETED", {"output": None})],
+               ("resume", "go1", "v1")),
     LegacyCase("re-open of a finished execution is live", GATES, [START, *PAIR, ("EXECUTION_FAILED", {"error": {}})],
-               ("resume-as", "Reopen", None), judged="legacy.reopen-judged-live", needs=("resume-as",)),
+               ("resume-as", "Reopen", None), judged="legacy.reopen-judged-live"),
     LegacyCase("a human park proves nothing", WITH_HUMAN,
                [START, *PAIR, ("STEP_STARTED", {"stepId": "h", "attempt": 1}), NEW_PARK], ("resume", HUMAN, "yes"),
-               judged="legacy.human-park-proves-nothing", needs=("human-steps",)),
+               judged="legacy.human-park-proves-nothing"),
+    # D2's "a human park proves nothing" on its own, outside both ambiguous shapes: the human step
+    # started (go1 answered), its worker died before the park; an old node's recovery wrote {} and
+    # its re-run parked at the step again. Accepted, the stray at-risk: the step takes the {}.
+    LegacyCase("a stray after the human step's first start, then its park", WITH_HUMAN, STRAY_AFTER_START,
+               ("resume", HUMAN, "yes"), judged="legacy.human-park-proves-nothing"),
     LegacyCase("re-parked after an answer", WITH_HUMAN, REPARKED, ("resume", HUMAN, "new"),
-               judged="legacy.ambiguous-refused", needs=("human-steps",)),
+               judged="legacy.ambiguous-refused"),
     LegacyCase("stray before the first start, recovery", WITH_HUMAN,
                [START, *PAIR, ("STEP_STARTED", {"stepId": "h", "attempt": 1})], ("recover",),
-               judged="legacy.ambiguous-refused", needs=("human-steps", "recover")),
+               judged="legacy.ambiguous-refused"),
     LegacyCase("two human steps in one parallel", PARALLEL,
                [START, ("STEP_STARTED", {"stepId": "h", "attempt": 1}), ("STEP_STARTED", {"stepId": "k", "attempt": 1}),
                 ("EXECUTION_SUSPENDED", {"condition": {"on": HUMAN, "stepId": "h"}}), (HUMAN, "a1"),
                 ("EXECUTION_RESUMED", "a1"), ("STEP_COMPLETED", {"stepId": "h", "output": "a1"}),
                 ("EXECUTION_SUSPENDED", {"condition": {"on": HUMAN, "stepId": "k"}})], ("resume", HUMAN, "a2"),
-               judged="legacy.park-attribution", needs=("human-steps", "parallel")),
+               judged="legacy.park-attribution"),
     LegacyCase("an unresolvable step is possibly human", WITH_HUMAN,
                [START, *PAIR, ("STEP_STARTED", {"stepId": "gone", "attempt": 1})], ("recover",),
-               judged="legacy.park-attribution", needs=("recover",)),
+               judged="legacy.park-attribution"),
     LegacyCase("a known gate step is no human park", GATES,
                [START, ("STEP_STARTED", {"stepId": "gone", "attempt": 1}),
                 ("EXECUTION_SUSPENDED", {"condition": {"on": "go1"}})], ("resume", "go1", "v1"),
                judged="legacy.park-attribution"),
     LegacyCase("retention left a {} unexplained", GATES, [("STEP_STARTED", {"stepId": "x", "attempt": 1})],
-               ("recover",), snapshot=SNAPSHOT, needs=("recover",)),
+               ("recover",), snapshot=SNAPSHOT),
+    # Section 6: a snapshot's {} before a human step's first start is unverifiable only; the human
+    # park after it proves nothing, so a plain resume (no recovery) meets it.
+    LegacyCase("retention left a {} before a human step", WITH_HUMAN,
+               [("STEP_STARTED", {"stepId": "h", "attempt": 1}), NEW_PARK], ("resume", HUMAN, "yes"),
+               snapshot=SNAPSHOT),
     LegacyCase("a pre-1.16 snapshot", GATES, [("STEP_STARTED", {"stepId": "x", "attempt": 1})], ("recover",),
-               snapshot={**SNAPSHOT, "variables": {"_input": None, "_resumePayload": {}}}, needs=("recover",)),
+               snapshot={**SNAPSHOT, "variables": {"_input": None, "_resumePayload": {}}}),
 )
+
+
+# Every case loads a log and reads the warnings its operation gave (ADR 0104 D2).
+LOADED = frozenset({"load-log", "legacy-scan"})
+
+
+def case_needs(case: LegacyCase) -> set[str]:
+    """What a hand-written case exercises: its program, the load, its one operation."""
+    return set(LOADED) | operations_need([Define("f", case.program), _operation(case)])
+
+
+def fleet_needs(case: Case) -> set[str]:
+    """What a fleet case exercises: its programs, the load, its final operation."""
+    return set(LOADED) | operations_need(_script_of(case))
 
 
 def _operation(case: LegacyCase) -> Operation:
@@ -107,16 +136,18 @@ def _operation(case: LegacyCase) -> Operation:
 def run_legacy_logs(session: Session, invariant_ids: tuple[str, ...]) -> CorpusResult:
     result = CorpusResult()
     for case in CASES:
-        if set(case.needs) - session.features:
-            continue
-        result.cases += 1
-        result.per_category[case.judged] = result.per_category.get(case.judged, 0) + 1
         try:
+            session.require(case_needs(case), case.name)
             found = list(_judge(session, case))
+        except Undeclared as undeclared:
+            result.skip(undeclared)
+            continue
         except ImplementationFailed as failed:
             if failed.reason:
                 raise  # its process hung, died or broke the protocol: a finding of the run, not a violation
             found = [Violation(case.judged, f"{case.name}: the implementation failed: {failed}")]
+        result.cases += 1
+        result.per_category[case.judged] = result.per_category.get(case.judged, 0) + 1
         found = [v for v in found if v.invariant in invariant_ids]
         # A script reproduces outcomes and logs; a warning is neither, so a case failed only
         # on its warnings names itself instead of a counterexample file.
@@ -137,25 +168,29 @@ FLEET_SEED, FLEET_CASES = 1, 200   # the CI share of `loomcheck fleet`; the test
 def _fleet(session: Session, invariant_ids: tuple[str, ...], result: CorpusResult) -> None:
     """The generated fleet corpus (fleet/): each case replayed through the driver by
     fleet/replay.py, the same code another kernel's suite can use with the corpus file."""
-    needed = {"load-log", "legacy-scan", "recover", "resume-as", "human-steps", "in-doubt", "parallel"}
-    if needed - session.features:
-        return  # its programs use all of these; the hand-written cases above cover the rest
-    cases = fixed_cases() + [generated_case(FLEET_SEED, i) for i in range(FLEET_CASES)]
-    for case in cases:
-        result.cases += 1
-        result.per_category["fleet " + case.kind] = result.per_category.get("fleet " + case.kind, 0) + 1
+    for case in fleet_cases():
         try:
-            problems = list(session.unscripted(f"fleet case {case.id}", lambda: replay_case(session.driver, case)))
+            problems = list(session.unscripted(f"fleet case {case.id}", lambda: replay_case(session.driver, case),
+                                               needs=fleet_needs(case)))
+        except Undeclared as undeclared:  # each case is judged where its own features are declared
+            result.skip(undeclared)
+            continue
         except ImplementationFailed as failed:
             if failed.reason:
                 raise  # its process hung, died or broke the protocol: a finding of the run, not a violation
             problems = [f"the implementation failed: {failed}"]
+        result.cases += 1
+        result.per_category["fleet " + case.kind] = result.per_category.get("fleet " + case.kind, 0) + 1
         found = [Violation(_invariant_of(problem, case), f"fleet case {case.id} ({case.title}): {problem}")
                  for problem in problems]
         found = [v for v in found if v.invariant in invariant_ids]
         if any(not p.startswith("warned") for p in problems) and found and result.operations is None:
             result.operations = _script_of(case)
         result.violations.extend(found)
+
+
+def fleet_cases() -> list[Case]:
+    return fixed_cases() + [generated_case(FLEET_SEED, i) for i in range(FLEET_CASES)]
 
 
 def _invariant_of(problem: str, case: Case) -> str:

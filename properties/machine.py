@@ -129,8 +129,8 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
     features = session.features
     program_strategy = s.programs(features=features)
 
-    def supports(feature: str):
-        return precondition(lambda self: feature in features)
+    def supports(*needed: str):
+        return precondition(lambda self: set(needed) <= features)
 
     class GateMachine(RuleBasedStateMachine):
         flows = Bundle("flows")
@@ -459,7 +459,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 payload = {**payload, "approved": not payload.get("approved")}
             elif fault == "gate altered":
                 gate = "Approve" if gate == "approve" else "approve"
-            elif fault == "discard flag added" and covers(session.trace.security, gate):
+            elif fault == "discard flag added" and covers(session.trace.security, gate) and "legacy-scan" in features:
                 # ADR 0104 D2: an override attached after signing; the signature must cover it.
                 # (At a gate no authenticator covers, it would be refused discard-unverified: the
                 # legacy-override corpus judges that.)
@@ -491,7 +491,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
         @rule(target=executions, at=st.sampled_from(("after-effect", "before-effect")),
               attempts=st.sampled_from(([1], [1, 2])), output=s.payloads,
               verdict=st.none() | st.sampled_from(s.VERDICTS))
-        @supports("in-doubt")
+        @supports("in-doubt", "recover")  # its step crashes: a program that needs recovery
         def crash_in_doubt(self, at: str, attempts: list[int], output: Any, verdict: str | None):
             """ADR 0104's own case, directly: a non-idempotent effect whose worker dies, so the
             next drive is in doubt and an operator's verdict decides; then a gate. Perhaps

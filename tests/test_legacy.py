@@ -443,3 +443,56 @@ def test_a_clean_warm_scan_feeds_only_the_new_events() -> None:
     assert driver.resume("x", "go2", 2).ok
     again = driver.runtime.scans.entries["x"]
     assert again.scanner is kept.scanner and again.seq > consumed
+
+
+# ----------------------------------------------- "a human park proves nothing", on its own
+
+LEGACY_IDS = ("legacy.replayed-as-written", "legacy.classified", "legacy.human-park-proves-nothing",
+              "legacy.park-attribution", "legacy.ambiguous-refused", "legacy.reopen-judged-live")
+
+
+def _legacy_corpus(mutant: str, features: frozenset[str], with_new_shape: bool) -> set[str]:
+    """The invariants the legacy-logs corpus finds violated on a mutant, with or without
+    the hand-written case of a stray after the human step's first start."""
+    import importlib
+
+    import loomcheck.properties.legacylogs as corpus
+    from loomcheck.harness.session import Session
+
+    cases = corpus.CASES
+    if not with_new_shape:
+        corpus.CASES = tuple(c for c in cases if c.log is not corpus.STRAY_AFTER_START)
+    try:
+        driver = importlib.import_module(f"mutants.{mutant}").make()
+        result = corpus.run_legacy_logs(Session(driver, features), LEGACY_IDS)
+    finally:
+        corpus.CASES = cases
+        driver.close()
+    return {v.invariant for v in result.violations}
+
+
+def test_only_the_stray_after_a_first_start_catches_a_human_park_spending_unflagged_strays() -> None:
+    """ADR 0104 D2: a human park proves nothing. In the ambiguous shapes the stray refuses the
+    operation anyway, so a scanner that lets a human park spend only the strays that made no
+    step ambiguous passes every other case; this shape, accepted and at-risk, is where it shows."""
+    from loomcheck.reference.driver import FEATURES
+
+    everything = frozenset(FEATURES)
+    assert _legacy_corpus("unflagged_human_proof", everything, with_new_shape=False) == set()
+    assert _legacy_corpus("unflagged_human_proof", everything, with_new_shape=True) == \
+        {"legacy.human-park-proves-nothing"}
+    assert _legacy_corpus("unflagged_human_proof", everything - {"parallel"}, with_new_shape=True) == \
+        {"legacy.human-park-proves-nothing"}
+
+
+def test_a_scanner_blind_after_a_first_start_is_caught_without_parallel_branches() -> None:
+    """Gated per case, the fleet corpus's sequential logs run on a kernel without "parallel"
+    (gated whole, none did, and the only stray after a first start was a parallel one)."""
+    from loomcheck.reference.driver import FEATURES
+
+    sequential = frozenset(FEATURES) - {"parallel"}
+    assert "legacy.classified" in _legacy_corpus("blind_after_first_start", sequential, with_new_shape=False)
+    assert "legacy.human-park-proves-nothing" in _legacy_corpus("blind_after_first_start", sequential,
+                                                                with_new_shape=True)
+    small = frozenset({"load-log", "legacy-scan", "human-steps"})  # no recovery, no resumeAs either
+    assert "legacy.human-park-proves-nothing" in _legacy_corpus("blind_after_first_start", small, with_new_shape=True)

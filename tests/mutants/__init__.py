@@ -86,6 +86,8 @@ CATCHES: dict[str, tuple[str, ...]] = {
     "always_full_scan": ("residual.truncate-after-clean-scan", "residual.recreated-log"),
     "definition_blind_cache": ("residual.step-kind-between-feeds",),
     "human_park_as_proof": ("legacy.human-park-proves-nothing",),
+    "unflagged_human_proof": ("legacy.human-park-proves-nothing",),
+    "blind_after_first_start": ("legacy.human-park-proves-nothing", "legacy.classified"),
     "newest_open_human": ("legacy.park-attribution",),
     "no_ambiguity_refusal": ("legacy.ambiguous-refused",),
     "silent_scanner": ("legacy.classified",),
