@@ -94,6 +94,8 @@ class InvariantRecord(_Model):
     explanation: ExplanationModel | None = Field(default=None, description="for a failure: why, from the counterexample")
     expected: Expected | None = Field(default=None, description="the manifest's entry for this invariant, if any")
     manifest: ManifestVerdict | None = Field(default=None, description="how the status compares with `expected`")
+    rootCause: str | None = Field(default=None, description="for a failure: the invariant heading the root cause it is "
+                                                            "reported under (its own id when it heads one)")
 
     @property
     def excused(self) -> bool:
@@ -159,6 +161,22 @@ class CoverageRow(_Model):
     why: str | None = Field(default=None, description="why it is not applicable, or how it is reached when it was not")
 
 
+class RootCause(_Model):
+    """One counterexample (or regression-log difference), reported once: headed by the invariant whose
+    decision it most directly breaks, with the other failing invariants it violates (harness/rootcauses.py)."""
+
+    head: str
+    adr: str
+    decision: str
+    title: str
+    message: Text | None = None
+    counterexample: str | None = Field(default=None, description="path of the replayable counterexample")
+    counterexampleOperations: int | None = None
+    alsoViolated: list[str] = Field(default=[], description="the other failing invariants this counterexample violates")
+    sameCause: list[str] = Field(default=[], description="other failing invariants whose own counterexample also "
+                                                         "violates the head")
+
+
 class Summary(_Model):
     passed: int = 0
     failed: int = 0
@@ -166,6 +184,7 @@ class Summary(_Model):
     errors: int = 0
     hazards: int = 0
     expectedFailures: int = Field(default=0, description="failures and errors the manifest expects (counted in failed/errors too)")
+    rootCauses: int = Field(default=0, description="distinct root causes of the failures (one counterexample each)")
 
 
 class Report(_Model):
@@ -187,6 +206,7 @@ class Report(_Model):
     findings: list[Finding] = []
     unexpectedPasses: list[str] = Field(default=[], description="invariants the manifest expects to fail that passed")
     coverage: list[CoverageRow] = Field(default=[], description="what the run reached (issue 9); empty in older reports")
+    rootCauses: list[RootCause] = Field(default=[], description="the failures grouped by counterexample, most direct first")
 
     def summarise(self) -> None:
         counts = {"pass": 0, "fail": 0, "not-applicable": 0, "error": 0, "hazard": 0, "residual": 0,
@@ -196,7 +216,8 @@ class Report(_Model):
         self.summary = Summary(passed=counts["pass"], failed=counts["fail"],
                                notApplicable=counts["not-applicable"], errors=counts["error"],
                                hazards=counts["hazard"] + counts["residual"] + counts["not-reproduced"],
-                               expectedFailures=sum(r.excused for r in self.results))
+                               expectedFailures=sum(r.excused for r in self.results),
+                               rootCauses=len(self.rootCauses))
 
     def exit_code(self, strict: bool = False) -> int:
         """0 all pass; 1 a violation; 2 incomplete or an error (documented in the README).
