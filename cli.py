@@ -230,18 +230,21 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
         if record.status in ("hazard", "residual"):
             console.print(f"[magenta]{record.status}[/] {record.id} (documented, ADR {record.adr} {record.decision}): "
                           f"{escape(record.message or '')}")
-        if record.status in ("fail", "error"):
-            if record.explanation is not None:
-                _print_explanation(console, f"[{STYLE[record.status]}]{record.status}[/]", record.explanation.text)
-            else:
-                console.print(f"[{STYLE[record.status]}]{record.status}[/] {record.id} (ADR {record.adr} "
-                              f"{record.decision}): {escape(record.message or '')}")
-            if record.examplesToFailure:
-                console.print(f"    first seen in example {record.examplesToFailure}, then shrunk")
-            if record.counterexample:
-                size = f"{record.counterexampleOperations} operations, {record.counterexampleEvents} events"
-                console.print(f"    counterexample ({size}): {escape(record.counterexample)}")
-                console.print(f"    replay: loomcheck replay {escape(record.counterexample)} --impl {escape(impl.spec)}")
+    by_id = {record.id: record for record in report.results}
+    if report.rootCauses:
+        failed = sum(r.status == "fail" for r in report.results)
+        console.print(f"[bold red]{_causes(len(report.rootCauses))}[/] of {failed} failing invariants "
+                      f"(one counterexample each):")
+    for number, cause in enumerate(report.rootCauses, start=1):
+        _print_failure(console, by_id[cause.head], impl.spec, f"[bold red]{number}. fail[/]", cause.counterexample)
+        if cause.alsoViolated:
+            console.print(f"    also violated by this counterexample: {', '.join(cause.alsoViolated)}")
+        if cause.sameCause:
+            console.print(f"    the same cause (their own counterexamples also violate {cause.head}): "
+                          f"{', '.join(cause.sameCause)}")
+    for record in report.results:  # errors, and the failures of a report without root causes (an older one)
+        if record.status == "error" or (record.status == "fail" and record.rootCause is None):
+            _print_failure(console, record, impl.spec, f"[{STYLE[record.status]}]{record.status}[/]", record.counterexample)
     for finding in report.findings:
         console.print(f"[yellow]{finding.kind}[/]: {escape(finding.message)}")
         if finding.counterexample:
@@ -256,10 +259,28 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
     s = report.summary
     state = "" if report.complete else " · INCOMPLETE"
     hazards = f", {s.hazards} demonstrations (documented hazards and residuals)" if s.hazards else ""
-    console.print(f"{s.passed} passed, {s.failed} failed, {s.notApplicable} not applicable, {s.errors} errors{hazards} "
+    causes = f"{_causes(s.rootCauses)}: " if s.rootCauses else ""
+    console.print(f"{causes}{s.passed} passed, {s.failed} failed, {s.notApplicable} not applicable, {s.errors} errors{hazards} "
                   f"in {report.wallSeconds:.1f}s ({report.stateMachineSteps} state-machine steps){state}")
     console.print(f"report: {escape(str(args.report / 'report.json'))}, {escape(str(args.report / 'junit.xml'))}, "
                   f"{escape(str(args.report / 'summary.md'))}, {escape(str(args.report / 'report.html'))}")
+
+
+def _causes(count: int) -> str:
+    return f"{count} root cause" + ("" if count == 1 else "s")
+
+
+def _print_failure(console: Console, record: InvariantRecord, impl: str, label: str, counterexample: str | None) -> None:
+    if record.explanation is not None:
+        _print_explanation(console, label, record.explanation.text)
+    else:
+        console.print(f"{label} {record.id} (ADR {record.adr} {record.decision}): {escape(record.message or '')}")
+    if record.examplesToFailure:
+        console.print(f"    first seen in example {record.examplesToFailure}, then shrunk")
+    if counterexample:
+        size = f"{record.counterexampleOperations} operations, {record.counterexampleEvents} events"
+        console.print(f"    counterexample ({size}): {escape(counterexample)}")
+        console.print(f"    replay: loomcheck replay {escape(counterexample)} --impl {escape(impl)}")
 
 
 def _print_coverage(report: Report, console: Console) -> None:
