@@ -159,6 +159,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
 
     catalogue = load_catalogue()
     check_spec(args.impl)
+    resolve_factory(args.impl)  # a missing module, file or factory: one line, exit 3 (the run never starts)
+    _check_writable(args.report)
     choice = parse_database(args.database, args.profile)
     database = open_database(choice)  # a bad URL or an unreachable server stops here, exit 3
     if database is not None:
@@ -181,11 +183,26 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         if args.seed is None and run.seed is not None:  # drawn for this run: shown now, in case it never ends
             console.print(f"seed {run.seed} (drawn; --seed {run.seed} draws the same examples)")
         report = run.execute()
+    if run.load_failure is not None:  # the factory raised: a tool error, not 80 invariants in error
+        console.print(f"[bold red]error[/]: {escape(run.load_failure)}")
+        return SUITE_FAILED
     if manifest is not None:
         _apply_manifest(report, manifest, args.report)
     _print_report(report, console, args)
     _manifest_notes(report, console, args, manifest)
     return report.exit_code(strict=args.strict_manifest)
+
+
+def _check_writable(report_dir: Path) -> None:
+    """The report directory must take files before a run spends minutes on a kernel."""
+    import tempfile
+
+    try:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=report_dir):
+            pass
+    except OSError as exc:
+        raise ValueError(f"--report {report_dir}: cannot write there: {exc.strerror or exc}") from None
 
 
 @contextmanager

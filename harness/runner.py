@@ -187,6 +187,7 @@ class Run:
         self.report = Report(suiteVersion=__version__, implementation=Implementation(spec=impl), profile=profile,
                              seed=self.seed, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
         self.driver: Driver | None = None
+        self.load_failure: str | None = None  # the factory could not make a driver: the caller's tool error
 
     # -- the run ---------------------------------------------------------------------
     def progress(self, phase: str, done: int, total: int) -> None:
@@ -234,11 +235,13 @@ class Run:
             factory = resolve_factory(self.impl, self.transport)
             self.driver = factory()
         except ImplementationSpecError as exc:
+            self.load_failure = str(exc)
             self._finding("implementation-error", str(exc))
             self.report.stopped = "the implementation could not be loaded"
             return None
         except Exception as exc:  # noqa: BLE001 - their factory
-            self._finding("implementation-error", f"{self.impl}: the factory raised {type(exc).__name__}: {exc}")
+            self.load_failure = f"{self.impl}: the factory raised {type(exc).__name__}: {exc}"
+            self._finding("implementation-error", self.load_failure)
             self.report.stopped = "the implementation could not be loaded"
             return None
         try:

@@ -312,6 +312,14 @@ def test_diff_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert f"fixed (1):\n  {GATE}: fail -> pass" in capsys.readouterr().out
     assert main(["diff", base, partial]) == 2
     assert "PARTIAL: deadline" in capsys.readouterr().out
+    # A run stopped early leaves invariants it never reached in error: unknown, not newly failing.
+    stopped = _write(tmp_path, "stopped", _report(_failing(GATE), _record(BEYOND, "error", message="no check ran for "
+                                                  "this invariant (the run stopped early)"), complete=False,
+                                                  stopped="interrupted"))
+    assert main(["diff", base, stopped]) == 2
+    assert f"unknown (an error in the partial candidate) (1):\n  {BEYOND}: pass -> error" in capsys.readouterr().out
+    still_worse = _write(tmp_path, "still-worse", _report(_failing(GATE), _failing(BEYOND), complete=False))
+    assert main(["diff", base, still_worse]) == 1  # a violation outranks partiality
     assert main(["diff", base, str(garbage)]) == 2
     assert main(["diff", base, str(tmp_path / "nowhere.json")]) == 3
     assert "no such report file" in capsys.readouterr().out
