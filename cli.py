@@ -427,15 +427,21 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
         result.differences = []
     if log.found is not None:
         console.print(f"  originally found against {escape(log.found.implementation)}: {escape(log.found.message)}")
+    from loomcheck.harness.runner import not_applicable_because
+
     catalogue = load_catalogue()
-    named = set(log.invariants)
+    # An invariant whose features (or EVENT_SCHEMA) the implementation does not declare is not applicable
+    # to it, named by the log or not: its predicate's complaint (say, a code version it never claimed to
+    # record) is no violation of this implementation.
+    unjudged = {inv.id: why for inv in catalogue.invariants if (why := not_applicable_because(inv, hello)) is not None}
+    for invariant_id in log.invariants:
+        if invariant_id in unjudged:
+            console.print(f"[dim]not applicable[/] {invariant_id}: {escape(unjudged[invariant_id])}")
+    named = set(log.invariants) - set(unjudged)
     hazards = {inv.id for inv in catalogue.invariants if inv.kind == "documented-hazard"}
     failing = [v for v in result.violations if v.invariant in named and v.invariant not in hazards]
-    # An invariant whose features the implementation does not declare is not applicable to it:
-    # its predicate's complaint (say, a code version it never claimed to record) is noise.
-    applicable = {inv.id for inv in catalogue.invariants if set(inv.requires) <= set(hello.features)}
     for violation in result.violations:
-        if violation.invariant not in named and violation.invariant not in applicable:
+        if violation.invariant in unjudged:
             continue
         if violation.invariant in hazards:
             console.print(f"[magenta]hazard demonstrated[/] {violation.invariant}: {escape(violation.message)}")

@@ -190,3 +190,26 @@ def test_the_command_runs_from_a_fresh_process_without_the_checkout_on_its_path(
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert done.stdout.strip() == "True", done.stdout + done.stderr
+
+
+def test_replay_reports_no_violation_of_an_invariant_not_applicable(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A kernel that never declared code-versions is not judged on version.pinned by `loomcheck replay`."""
+    log = {"format": "loomcheck-regression/1", "name": "unpinned", "description": "a resume after a redefinition",
+           "adr": "0056", "invariants": ["version.pinned"], "origin": "counterexample", "operations": [
+               {"op": "define", "flow": "f0", "program": {"body": [{"op": "suspend", "on": "go1"}, {"op": "complete"}]}},
+               {"op": "start", "execution": "x0", "flow": "f0", "input": None},
+               {"op": "define", "flow": "f0", "program": {"body": [{"op": "complete"}]}},
+               {"op": "resume", "execution": "x0", "type": "go1"}]}
+    path = tmp_path / "unpinned.json"
+    path.write_text(json.dumps(log))
+    kernel = tmp_path / "unversioned.py"
+    kernel.write_text("from mutants.unpinned_code import make as mutant\n\n"
+                      "def make():\n    driver = mutant()\n    hello = driver.hello\n"
+                      "    driver.hello = lambda: hello().model_copy(update={'features': [f for f in hello().features "
+                      "if f != 'code-versions']})\n    return driver\n")
+    assert main(["replay", str(path), "--impl", "python:mutants.unpinned_code:make"]) == 1
+    assert "violated version.pinned" in capsys.readouterr().out
+    assert main(["replay", str(path), "--impl", f"python:{kernel}:make"]) == 0
+    out = capsys.readouterr().out
+    assert "not applicable version.pinned" in out and "violated version.pinned" not in out, out
