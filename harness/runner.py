@@ -184,6 +184,7 @@ class Run:
         self.na: dict[str, str] = {}
         self.evidence: dict[str, Evidence] = {}  # failing invariant -> what its counterexample violates
         self.blamed: dict[str, str] = {}  # regression log name -> the invariant its difference counts against
+        self.replayed: list[tuple[str, RegressionLog, list[str]]] = []  # logs run (label, log, its outcomes here)
         self.report = Report(suiteVersion=__version__, implementation=Implementation(spec=impl), profile=profile,
                              seed=self.seed, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
         self.driver: Driver | None = None
@@ -284,9 +285,43 @@ class Run:
         set_aside = any(why.startswith("the manifest:") for why in self.na.values())
         if len(self.selected) < len(self.catalogue.invariants) or set_aside:
             return
-        self.report.findings.extend(gap_findings(self.coverage.gaps(self.hello.features)))
+        gaps = self.coverage.gaps(self.hello.features)
+        asked = self._asked_for({row.key for row in gaps}) if gaps else {}
+        for row in gaps:
+            if row.key in asked:  # the suite asked for it; the implementation never produced it: its finding
+                self._finding("implementation-error", asked[row.key], reason="never-produced")
+        self.report.findings.extend(gap_findings([row for row in gaps if row.key not in asked]))
         for error in self.coverage.errors[:3]:
             self._finding("suite-error", f"coverage: {error}", reason="coverage-error")
+
+    def _asked_for(self, keys: set[str]) -> dict[str, str]:
+        """Which coverage items the suite asked this implementation for: reached by the reference
+        on a committed regression log this run replayed on the implementation (an item the suite
+        never asks for stays the suite's gap). Each with the message of the implementation's finding."""
+        from loomcheck.harness.coverage import Coverage as Collector
+        from loomcheck.reference.driver import ReferenceDriver
+
+        asked: dict[str, str] = {}
+        catalogue_rows = {row.key: row for row in self.coverage.summary(self.hello.features)}
+        for label, log, outcomes in self.replayed:
+            reference = ReferenceDriver(store="memory")
+            collector, hits = Collector(), []
+            session = Session(reference, frozenset(hello_of(reference).features))
+            session.observers.append(lambda step, trace: hits.append(collector.observe(step, trace, "regressions")))
+            try:
+                expected = run_operations(session, [from_model(m) for m in log.operations], [])
+            finally:
+                reference.close()
+            for number, reached in enumerate(hits, start=1):
+                for key in sorted((reached & keys) - set(asked)):
+                    row = catalogue_rows[key]
+                    where = f"ADR {row.adr} {row.decision}" if row.adr else row.decision
+                    want = expected.outcomes[number - 1] if number <= len(expected.outcomes) else "?"
+                    got = outcomes[number - 1] if number <= len(outcomes) else "?"
+                    asked[key] = (f"never produced: {row.kind} {row.name!r}, which {where} requires: {label} asks for it "
+                                  f"at operation {number} (a conforming kernel: {want}; this implementation: {got}), "
+                                  f"and no other check of the run reached it either")
+        return asked
 
     def _phase(self, name: str, body: Callable[[], None]) -> None:
         self.layer = {"stateful": "stateful", "explorer": "explorer", "regressions": "regressions"}.get(name, "corpus")
@@ -437,6 +472,7 @@ class Run:
                 for invariant_id in targets:  # their other checks keep their verdicts
                     self.tallies[invariant_id].crashes.append(f"{committed_path(label)}: {result.failure}")
                 continue
+            self.replayed.append((committed_path(label), log, list(result.outcomes)))
             blamed = self._blame(log, targets, result.differences)
             for invariant_id in targets:
                 tally = self.tallies[invariant_id]
