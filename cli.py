@@ -160,12 +160,12 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     catalogue = load_catalogue()
     check_spec(args.impl)
     resolve_factory(args.impl)  # a missing module, file or factory: one line, exit 3 (the run never starts)
-    _check_writable(args.report)
     choice = parse_database(args.database, args.profile)
     database = open_database(choice)  # a bad URL or an unreachable server stops here, exit 3
     if database is not None:
         console.print(f"example database: {escape(choice.describe())}")
     manifest = _load_manifest(args)
+    _check_writable(args.report)  # after every input is known good: a refused run leaves no directory behind
     shipped = peer_manifest(args.impl) if args.manifest is None else None
     if shipped is not None:
         console.print(f"manifest: the {args.impl} adapter's own ({escape(str(shipped))}); --manifest FILE uses another")
