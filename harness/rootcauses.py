@@ -42,7 +42,7 @@ class Evidence:
 
     invariant: str
     violates: frozenset[str]  # includes `invariant` itself
-    size: int = 0             # operations of the counterexample (smaller is reported first)
+    size: int | None = None   # operations of the counterexample (smaller first; none written: last)
     counterexample: str | None = None
 
 
@@ -62,7 +62,8 @@ def group(evidence: Iterable[Evidence], order: Mapping[str, int] | None = None) 
     most direct of them (its own invariant on a tie). Two bugs that both break only a generic
     invariant stay two: a generic invariant never heads before a specific one's cause is formed."""
     order = order or {}
-    items = sorted(evidence, key=lambda e: (directness(e.invariant), e.size, order.get(e.invariant, 0), e.invariant))
+    items = sorted(evidence, key=lambda e: (directness(e.invariant), e.size is None, e.size or 0,
+                                            order.get(e.invariant, 0), e.invariant))
     failing = {e.invariant for e in items}
     covered: set[str] = set()
     causes: list[Cause] = []

@@ -526,14 +526,14 @@ class Run:
                     result = run_operations(session, script, judged)
                 if result.failure is None:
                     violates |= {v.invariant for v in result.violations}
-            self.evidence[invariant_id] = Evidence(invariant_id, frozenset(violates), tally.operations or 0,
-                                                   tally.counterexample)
+            size = tally.operations if tally.counterexample else None  # a corpus case named, no script: last
+            self.evidence[invariant_id] = Evidence(invariant_id, frozenset(violates), size, tally.counterexample)
 
     def _root_causes(self, records: list[InvariantRecord]) -> list[RootCause]:
         failing = [r for r in records if r.status == "fail"]
         order = {inv.id: n for n, inv in enumerate(self.catalogue.invariants)}
-        evidence = [self.evidence.get(r.id) or Evidence(r.id, frozenset({r.id}), r.counterexampleOperations or 0,
-                                                        r.counterexample) for r in failing]
+        evidence = [self.evidence.get(r.id) or Evidence(r.id, frozenset({r.id}), r.counterexampleOperations
+                                                        if r.counterexample else None, r.counterexample) for r in failing]
         by_id = {r.id: r for r in failing}
         causes = []
         for cause in group(evidence, order):

@@ -76,3 +76,9 @@ def test_an_event_difference_counts_against_the_first_named_specific_invariant()
         "gate.beyond-answers-parks"
     assert blame_difference("x #3: expected ...", ["refusal.typed-reason"], DECISIONS, REFUSALS) == "refusal.typed-reason"
     assert blame_difference("x #3: expected ...", [], DECISIONS, REFUSALS) is None
+
+
+def test_a_failure_with_no_counterexample_written_comes_after_those_with_one() -> None:
+    causes = group([Evidence("legacy.warn-memory-bounded", frozenset({"legacy.warn-memory-bounded"})),
+                    e("gate.i-receives-entry-i", size=9)])
+    assert [c.head for c in causes] == ["gate.i-receives-entry-i", "legacy.warn-memory-bounded"]
