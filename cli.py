@@ -162,11 +162,13 @@ def _run(args: argparse.Namespace, console: Console) -> int:
 
     catalogue = load_catalogue()
     check_spec(args.impl)
+    resolve_factory(args.impl)  # a missing module, file or factory: one line, exit 3 (the run never starts)
     choice = parse_database(args.database, args.profile)
     database = open_database(choice)  # a bad URL or an unreachable server stops here, exit 3
     if database is not None:
         console.print(f"example database: {escape(choice.describe())}")
     manifest = _load_manifest(args)
+    _check_writable(args.report)  # after every input is known good: a refused run leaves no directory behind
     shipped = peer_manifest(args.impl) if args.manifest is None else None
     if shipped is not None:
         console.print(f"manifest: the {args.impl} adapter's own ({escape(str(shipped))}); --manifest FILE uses another")
@@ -185,11 +187,26 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         if args.seed is None and run.seed is not None:  # drawn for this run: shown now, in case it never ends
             console.print(f"seed {run.seed} (drawn; --seed {run.seed} draws the same examples)")
         report = run.execute()
+    if run.load_failure is not None:  # the factory raised: a tool error, not 80 invariants in error
+        console.print(f"[bold red]error[/]: {escape(run.load_failure)}")
+        return SUITE_FAILED
     if manifest is not None:
         _apply_manifest(report, manifest, args.report)
     _print_report(report, console, args)
     _manifest_notes(report, console, args, manifest)
     return report.exit_code(strict=args.strict_manifest)
+
+
+def _check_writable(report_dir: Path) -> None:
+    """The report directory must take files before a run spends minutes on a kernel."""
+    import tempfile
+
+    try:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=report_dir):
+            pass
+    except OSError as exc:
+        raise ValueError(f"--report {report_dir}: cannot write there: {exc.strerror or exc}") from None
 
 
 @contextmanager
@@ -234,18 +251,21 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
         if record.status in ("hazard", "residual"):
             console.print(f"[magenta]{record.status}[/] {record.id} (documented, ADR {record.adr} {record.decision}): "
                           f"{escape(record.message or '')}")
-        if record.status in ("fail", "error"):
-            if record.explanation is not None:
-                _print_explanation(console, f"[{STYLE[record.status]}]{record.status}[/]", record.explanation.text)
-            else:
-                console.print(f"[{STYLE[record.status]}]{record.status}[/] {record.id} (ADR {record.adr} "
-                              f"{record.decision}): {escape(record.message or '')}")
-            if record.examplesToFailure:
-                console.print(f"    first seen in example {record.examplesToFailure}, then shrunk")
-            if record.counterexample:
-                size = f"{record.counterexampleOperations} operations, {record.counterexampleEvents} events"
-                console.print(f"    counterexample ({size}): {escape(record.counterexample)}")
-                console.print(f"    replay: loomcheck replay {escape(record.counterexample)} --impl {escape(impl.spec)}")
+    by_id = {record.id: record for record in report.results}
+    if report.rootCauses:
+        failed = sum(r.status == "fail" for r in report.results)
+        console.print(f"[bold red]{_causes(len(report.rootCauses))}[/] of {failed} failing invariants "
+                      f"(one counterexample each):")
+    for number, cause in enumerate(report.rootCauses, start=1):
+        _print_failure(console, by_id[cause.head], impl.spec, f"[bold red]{number}. fail[/]", cause.counterexample)
+        if cause.alsoViolated:
+            console.print(f"    also violated by this counterexample: {', '.join(cause.alsoViolated)}")
+        if cause.sameCause:
+            console.print(f"    the same cause (their own counterexamples also violate {cause.head}): "
+                          f"{', '.join(cause.sameCause)}")
+    for record in report.results:  # errors, and the failures of a report without root causes (an older one)
+        if record.status == "error" or (record.status == "fail" and record.rootCause is None):
+            _print_failure(console, record, impl.spec, f"[{STYLE[record.status]}]{record.status}[/]", record.counterexample)
     for finding in report.findings:
         console.print(f"[yellow]{finding.kind}[/]: {escape(finding.message)}")
         if finding.counterexample:
@@ -260,7 +280,8 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
     s = report.summary
     state = "" if report.complete else " · INCOMPLETE"
     hazards = f", {s.hazards} demonstrations (documented hazards and residuals)" if s.hazards else ""
-    console.print(f"{s.passed} passed, {s.failed} failed, {s.notApplicable} not applicable, {s.errors} errors{hazards} "
+    causes = f"{_causes(s.rootCauses)}: " if s.rootCauses else ""
+    console.print(f"{causes}{s.passed} passed, {s.failed} failed, {s.notApplicable} not applicable, {s.errors} errors{hazards} "
                   f"in {report.wallSeconds:.1f}s ({report.stateMachineSteps} state-machine steps){state}")
     if s.profileDisagreements:
         counted = "counted (--profile-checks strict)" if report.profileChecks == "strict" else \
@@ -269,6 +290,23 @@ def _print_report(report: Report, console: Console, args: argparse.Namespace) ->
                       f"{counted}")
     console.print(f"report: {escape(str(args.report / 'report.json'))}, {escape(str(args.report / 'junit.xml'))}, "
                   f"{escape(str(args.report / 'summary.md'))}, {escape(str(args.report / 'report.html'))}")
+
+
+def _causes(count: int) -> str:
+    return f"{count} root cause" + ("" if count == 1 else "s")
+
+
+def _print_failure(console: Console, record: InvariantRecord, impl: str, label: str, counterexample: str | None) -> None:
+    if record.explanation is not None:
+        _print_explanation(console, label, record.explanation.text)
+    else:
+        console.print(f"{label} {record.id} (ADR {record.adr} {record.decision}): {escape(record.message or '')}")
+    if record.examplesToFailure:
+        console.print(f"    first seen in example {record.examplesToFailure}, then shrunk")
+    if counterexample:
+        size = f"{record.counterexampleOperations} operations, {record.counterexampleEvents} events"
+        console.print(f"    counterexample ({size}): {escape(counterexample)}")
+        console.print(f"    replay: loomcheck replay {escape(counterexample)} --impl {escape(impl)}")
 
 
 def _print_coverage(report: Report, console: Console) -> None:
@@ -404,15 +442,21 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
         result.differences = []
     if log.found is not None:
         console.print(f"  originally found against {escape(log.found.implementation)}: {escape(log.found.message)}")
+    from loomcheck.harness.runner import not_applicable_because
+
     catalogue = load_catalogue()
-    named = set(log.invariants)
+    # An invariant whose features (or EVENT_SCHEMA) the implementation does not declare is not applicable
+    # to it, named by the log or not: its predicate's complaint (say, a code version it never claimed to
+    # record) is no violation of this implementation.
+    unjudged = {inv.id: why for inv in catalogue.invariants if (why := not_applicable_because(inv, hello)) is not None}
+    for invariant_id in log.invariants:
+        if invariant_id in unjudged:
+            console.print(f"[dim]not applicable[/] {invariant_id}: {escape(unjudged[invariant_id])}")
+    named = set(log.invariants) - set(unjudged)
     hazards = {inv.id for inv in catalogue.invariants if inv.kind == "documented-hazard"}
     failing = [v for v in result.violations if v.invariant in named and v.invariant not in hazards]
-    # An invariant whose features the implementation does not declare is not applicable to it:
-    # its predicate's complaint (say, a code version it never claimed to record) is noise.
-    applicable = {inv.id for inv in catalogue.invariants if set(inv.requires) <= set(hello.features)}
     for violation in result.violations:
-        if violation.invariant not in named and violation.invariant not in applicable:
+        if violation.invariant in unjudged:
             continue
         if violation.invariant in hazards:
             console.print(f"[magenta]hazard demonstrated[/] {violation.invariant}: {escape(violation.message)}")

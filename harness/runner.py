@@ -31,6 +31,7 @@ from loomcheck.properties.legacy import run_legacy_override, run_legacy_warnings
 from loomcheck.properties.legacylogs import run_legacy_logs
 from loomcheck.explore.alphabet import scenarios
 from loomcheck.harness.coverage import Coverage, gap_findings
+from loomcheck.harness.rootcauses import Evidence, blame_difference, group
 from loomcheck.explore.explorer import Exploration, explore
 from loomcheck.properties.machine import PROFILES, InvariantViolated, run_stateful
 from loomcheck.fuzz.campaign import ExampleDatabase, run_seed, scoped
@@ -38,7 +39,7 @@ from loomcheck.properties.explain import Explanation
 from loomcheck.properties.registry import Violation, all_predicates
 from loomcheck.reports.manifest import Manifest, effective_features
 from loomcheck.reports.model import (CorpusRecord, CoverageRow, ExplanationModel, ExplorationRecord, Finding, Implementation,
-                                     InvariantRecord, Report)
+                                     InvariantRecord, Report, RootCause)
 from loomcheck.reports.writers import write_json, write_junit
 from loomcheck.spec.catalogue import Catalogue, Invariant
 from loomcheck.spec.regressions import Found, RegressionLog, committed_regressions, dump_regression
@@ -74,6 +75,9 @@ class Tally:
     operations: int | None = None
     errors: list[str] = field(default_factory=list)
     explanation: Explanation | None = None   # properties/explain.py, for the failure kept
+    script: list[Operation] | None = None     # the failure's counterexample, replayed to group root causes
+    log: RegressionLog | None = None          # or the committed regression log it came from
+    crashes: list[str] = field(default_factory=list)  # driver exceptions in examples that then judged nothing
 
 
 def select(catalogue: Catalogue, only: list[str] | None) -> list[Invariant]:
@@ -140,10 +144,14 @@ class Run:
         # Invariants some of whose cases were skipped for a feature not declared (harness/needs.py), with why:
         # one no case could judge at all is not applicable, never "no check ran".
         self.skipped: dict[str, str] = {}
+        self.evidence: dict[str, Evidence] = {}  # failing invariant -> what its counterexample violates
+        self.blamed: dict[str, str] = {}  # regression log name -> the invariant its difference counts against
+        self.replayed: list[tuple[str, RegressionLog, list[str]]] = []  # logs run (label, log, its outcomes here)
         self.report = Report(suiteVersion=__version__, implementation=Implementation(spec=impl), profile=profile,
                              seed=self.seed, started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                              profileChecks=profile_checks)
         self.driver: Driver | None = None
+        self.load_failure: str | None = None  # the factory could not make a driver: the caller's tool error
 
     # -- the run ---------------------------------------------------------------------
     def progress(self, phase: str, done: int, total: int) -> None:
@@ -164,6 +172,7 @@ class Run:
                 self._phase("explorer", lambda: self._explore(session))
                 self._phase("regressions", lambda: self._regressions(session))
                 self._phase("corpus", lambda: self._corpus(session))
+                self._phase("root causes", lambda: self._group_failures(session))
                 self.report.complete = True
                 self._coverage_gaps()
         except RunAborted as aborted:
@@ -190,11 +199,13 @@ class Run:
             factory = resolve_factory(self.impl, self.transport)
             self.driver = factory()
         except ImplementationSpecError as exc:
+            self.load_failure = str(exc)
             self._finding("implementation-error", str(exc))
             self.report.stopped = "the implementation could not be loaded"
             return None
         except Exception as exc:  # noqa: BLE001 - their factory
-            self._finding("implementation-error", f"{self.impl}: the factory raised {type(exc).__name__}: {exc}")
+            self.load_failure = f"{self.impl}: the factory raised {type(exc).__name__}: {exc}"
+            self._finding("implementation-error", self.load_failure)
             self.report.stopped = "the implementation could not be loaded"
             return None
         try:
@@ -225,7 +236,8 @@ class Run:
 
     def _observed(self, session: Session) -> Session:
         """Every step the session records is credited to the layer of the phase applying it."""
-        session.observers.append(lambda step, trace: self.coverage.observe(step, trace, self.layer))
+        # layer None: a replay that only regroups failures already found, credited to no layer
+        session.observers.append(lambda step, trace: self.layer and self.coverage.observe(step, trace, self.layer))
         return session
 
     def _coverage_gaps(self) -> None:
@@ -236,9 +248,43 @@ class Run:
         set_aside = any(why.startswith("the manifest:") for why in self.na.values())
         if len(self.selected) < len(self.catalogue.invariants) or set_aside:
             return
-        self.report.findings.extend(gap_findings(self.coverage.gaps(self.hello.features)))
+        gaps = self.coverage.gaps(self.hello.features)
+        asked = self._asked_for({row.key for row in gaps}) if gaps else {}
+        for row in gaps:
+            if row.key in asked:  # the suite asked for it; the implementation never produced it: its finding
+                self._finding("implementation-error", asked[row.key], reason="never-produced")
+        self.report.findings.extend(gap_findings([row for row in gaps if row.key not in asked]))
         for error in self.coverage.errors[:3]:
             self._finding("suite-error", f"coverage: {error}", reason="coverage-error")
+
+    def _asked_for(self, keys: set[str]) -> dict[str, str]:
+        """Which coverage items the suite asked this implementation for: reached by the reference
+        on a committed regression log this run replayed on the implementation (an item the suite
+        never asks for stays the suite's gap). Each with the message of the implementation's finding."""
+        from loomcheck.harness.coverage import Coverage as Collector
+        from loomcheck.reference.driver import ReferenceDriver
+
+        asked: dict[str, str] = {}
+        catalogue_rows = {row.key: row for row in self.coverage.summary(self.hello.features)}
+        for label, log, outcomes in self.replayed:
+            reference = ReferenceDriver(store="memory")
+            collector, hits = Collector(), []
+            session = Session(reference, frozenset(hello_of(reference).features))
+            session.observers.append(lambda step, trace: hits.append(collector.observe(step, trace, "regressions")))
+            try:
+                expected = run_operations(session, [from_model(m) for m in log.operations], [])
+            finally:
+                reference.close()
+            for number, reached in enumerate(hits, start=1):
+                for key in sorted((reached & keys) - set(asked)):
+                    row = catalogue_rows[key]
+                    where = f"ADR {row.adr} {row.decision}" if row.adr else row.decision
+                    want = expected.outcomes[number - 1] if number <= len(expected.outcomes) else "?"
+                    got = outcomes[number - 1] if number <= len(outcomes) else "?"
+                    asked[key] = (f"never produced: {row.kind} {row.name!r}, which {where} requires: {label} asks for it "
+                                  f"at operation {number} (a conforming kernel: {want}; this implementation: {got}), "
+                                  f"and no other check of the run reached it either")
+        return asked
 
     def _phase(self, name: str, body: Callable[[], None]) -> None:
         self.layer = {"stateful": "stateful", "explorer": "explorer", "regressions": "regressions"}.get(name, "corpus")
@@ -272,13 +318,31 @@ class Run:
         for invariant_id, failure in result.failures.items():
             self._record_counterexample(session, invariant_id, failure)
             self.tallies[invariant_id].examples_to_failure = result.examples_to_failure.get(invariant_id)
-        for error in result.errors:
+        for error in result.errors:  # a fault of its process, or nondeterminism: the examples' verdicts are unknown
             path = self._write_counterexample("implementation-error", error.operations, None, str(error.failure))
             self._finding("implementation-error", f"state machine: {error.failure}", path, reason=error.failure.reason)
             for invariant_id in ids:
                 if invariant_id not in result.failures:
                     self.tallies[invariant_id].errors.append(f"the implementation failed during the state machine: {error.failure}")
+        self._crashes(result.crashes, ids)
         self.progress("state machine", total, total)
+
+    def _crashes(self, crashes: list, ids: list[str]) -> None:
+        """A driver exception is one finding for the operation and example where it happened (the
+        first script per distinct message, shortest first); the invariants keep the verdicts the
+        other examples gave them, and one that no example judged is an error naming the exception."""
+        distinct: dict[str, object] = {}
+        for crash in sorted(crashes, key=lambda c: len(c.operations)):
+            distinct.setdefault(str(crash.failure), crash)
+        for message, crash in list(distinct.items())[:5]:
+            seen = sum(str(c.failure) == message for c in crashes)
+            path = self._write_counterexample("implementation-error", crash.operations, None, message)  # type: ignore[attr-defined]
+            self._finding("implementation-error", f"state machine: {message} (a script of {len(crash.operations)} "  # type: ignore[attr-defined]
+                                                  f"operations; {seen} example(s) ended so)", path)
+        if len(distinct) > 5:
+            self._finding("implementation-error", f"state machine: {len(distinct) - 5} more distinct driver exceptions")
+        for invariant_id in ids if crashes else []:
+            self.tallies[invariant_id].crashes.append(f"state machine: {next(iter(distinct))}")
 
     def _explore(self, session: Session) -> None:
         """Every history of each scenario's operations up to the profile's depth (explore/), judged
@@ -350,7 +414,7 @@ class Run:
             tally.failure = kept.message  # the message of the script kept
             tally.explanation = rerun.explain(kept)
         tally.counterexample = self._write_counterexample(invariant_id, operations, tally.failure, None)
-        tally.operations = len(operations)
+        tally.operations, tally.script = len(operations), operations
         tally.events = sum(len(log) for log in rerun.logs.values())
 
     def _regressions(self, session: Session) -> None:
@@ -368,26 +432,86 @@ class Run:
                     self.skipped.setdefault(invariant_id, f"its regression log {log.name} needs driver feature(s) {missing}")
                 continue
             result = replay(session, log, targets)
-            if result.failure is not None and result.failure.reason:  # a fault of its process: a finding, with why
-                self._finding("implementation-error", f"regression logs: {label}: {result.failure}",
+            if result.failure is not None:  # a fault of its process, or an exception of its driver: a finding
+                self._finding("implementation-error", f"regression logs: {committed_path(label)}: {result.failure}",
                               reason=result.failure.reason)
+                for invariant_id in targets:  # their other checks keep their verdicts
+                    self.tallies[invariant_id].crashes.append(f"{committed_path(label)}: {result.failure}")
+                continue
+            self.replayed.append((committed_path(label), log, list(result.outcomes)))
+            blamed = self._blame(log, targets, result.differences)
             for invariant_id in targets:
                 tally = self.tallies[invariant_id]
                 tally.examples += 1
-                if result.failure is not None:
-                    tally.errors.append(f"{label}: {result.failure}")
-                    continue
                 problems = [v.message for v in result.violated(invariant_id)]
-                if self.catalogue.get(invariant_id).kind not in DEMONSTRATIONS:
-                    problems += result.differences  # a hazard is demonstrated by its predicate alone
+                if invariant_id == blamed:
+                    problems += result.differences  # a difference counts against the invariant it tests, once
                 if problems and tally.failure is None:
                     tally.failure = f"{log.name}: {problems[0]}"
                     found = result.violated(invariant_id) or [difference_violation(invariant_id, log.name, problems[0], result)]
                     tally.explanation = result.explain(found[0])
                     tally.counterexample = committed_path(label)
-                    tally.operations = len(log.operations)
+                    tally.operations, tally.log = len(log.operations), log
                     tally.events = sum(len(v) for v in result.logs.values())
         self.progress("regression logs", len(logs), len(logs))
+
+    def _blame(self, log: RegressionLog, targets: list[str], differences: list[str]) -> str | None:
+        """The one invariant the log's first difference counts against (harness/rootcauses.py)."""
+        if not differences:
+            return None
+        from loomcheck.spec.vocabulary import refusals
+
+        candidates = [i for i in targets if self.catalogue.get(i).kind not in DEMONSTRATIONS]  # a hazard: its predicate alone
+        decisions = {inv.id: (inv.adr, inv.decision) for inv in self.catalogue.invariants}
+        reasons = {r.reason: (r.adr, r.decision) for r in refusals().refusal}
+        blamed = blame_difference(differences[0], candidates, decisions, reasons)
+        if blamed is not None:
+            self.blamed[log.name] = blamed
+        return blamed
+
+    def _group_failures(self, session: Session) -> None:
+        """Every failing invariant's counterexample replayed, judged by every failing invariant, so that
+        one bug is reported once (harness/rootcauses.py). A replay that needs a process to kill, or an
+        implementation whose process already failed, keeps each failure a cause of its own."""
+        from loomcheck.harness.loading import needs_a_process
+
+        self.layer = None  # type: ignore[assignment]
+        failing = [inv.id for inv in self.selected if inv.id not in self.na and inv.kind not in DEMONSTRATIONS
+                   and self.tallies[inv.id].failure is not None]
+        judged = [i for i in failing if i in all_predicates()]
+        broken = any(f.reason for f in self.report.findings if f.kind == "implementation-error")
+        for invariant_id in failing:
+            tally = self.tallies[invariant_id]
+            violates = {invariant_id}
+            script = [from_model(m) for m in tally.log.operations] if tally.log is not None else tally.script
+            if script and not broken and not needs_a_process(script) and len(failing) > 1:
+                if tally.log is not None:
+                    result = replay(session, tally.log, judged)
+                    violates |= {i for i in [self.blamed.get(tally.log.name)] if i is not None}
+                else:
+                    result = run_operations(session, script, judged)
+                if result.failure is None:
+                    violates |= {v.invariant for v in result.violations}
+            size = tally.operations if tally.counterexample else None  # a corpus case named, no script: last
+            self.evidence[invariant_id] = Evidence(invariant_id, frozenset(violates), size, tally.counterexample)
+
+    def _root_causes(self, records: list[InvariantRecord]) -> list[RootCause]:
+        failing = [r for r in records if r.status == "fail"]
+        order = {inv.id: n for n, inv in enumerate(self.catalogue.invariants)}
+        evidence = [self.evidence.get(r.id) or Evidence(r.id, frozenset({r.id}), r.counterexampleOperations
+                                                        if r.counterexample else None, r.counterexample) for r in failing]
+        by_id = {r.id: r for r in failing}
+        causes = []
+        for cause in group(evidence, order):
+            head = by_id[cause.head]
+            for member in [cause.head, *cause.also, *cause.same]:
+                by_id[member].rootCause = cause.head
+            source = by_id[cause.evidence.invariant]  # whose counterexample it is (the head's, but for ties)
+            causes.append(RootCause(head=head.id, adr=head.adr, decision=head.decision, title=head.title,
+                                    message=source.message, counterexample=source.counterexample,
+                                    counterexampleOperations=source.counterexampleOperations, alsoViolated=cause.also,
+                                    sameCause=cause.same))
+        return causes
 
     def _corpus(self, session: Session) -> None:
         self._each_corpus("corpus:sigkill", lambda: self._sigkill())
@@ -450,7 +574,7 @@ class Run:
                 script = result.scripts.get(inv.id, result.operations)
                 if script:
                     tally.counterexample = self._write_counterexample(inv.id, script, mine[0].message, None)
-                    tally.operations = len(script)
+                    tally.operations, tally.script = len(script), script
                     rerun = run_operations(session, script, [])
                     tally.events = sum(len(log) for log in rerun.logs.values())
                     tally.explanation = rerun.explain(replace(mine[0], invariant=inv.id))
@@ -522,11 +646,14 @@ class Run:
             elif tally.examples == 0 and inv.id in self.skipped:
                 record.status = "not-applicable"
                 record.message = f"{self.skipped[inv.id]}, which {self.report.implementation.name} does not declare"
+            elif tally.examples == 0 and tally.crashes:
+                record.status, record.message = "error", f"every check of it met an implementation error: {tally.crashes[0]}"
             elif tally.examples == 0:
                 record.status = "error"
                 record.message = "no check ran for this invariant" + ("" if self.report.complete else " (the run stopped early)")
             records.append(record)
         self.report.results = records
+        self.report.rootCauses = self._root_causes(records)
         self.report.summarise()
         if hasattr(self, "hello"):
             self.report.coverage = [CoverageRow(**row.to_json()) for row in self.coverage.summary(self.hello.features)]

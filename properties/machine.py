@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, NoReturn
 
 import hypothesis
 import hypothesis.errors
@@ -122,6 +122,7 @@ class Counters:
     steps: int = 0
     on_example: Callable[[int], None] | None = None
     first_failure: dict[str, int] = field(default_factory=dict)  # invariant -> example number it first failed in
+    crashes: list[ImplementationFailedInRun] = field(default_factory=list)  # driver exceptions, one per example
 
 
 def build_machine(session: Session, invariant_ids: Iterable[str], counters: Counters) -> type[RuleBasedStateMachine]:
@@ -131,6 +132,16 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
 
     def supports(*needed: str):
         return precondition(lambda self: set(needed) <= features)
+
+    def crashed(failed: ImplementationFailed, operations: list[Operation]) -> NoReturn:
+        """A driver exception ends its example only: it is kept as one finding (its operation and
+        script), and the invariants go on being judged by the other examples. A fault of the
+        process (a hang, a death, garbage) stops the run instead: every further example costs a restart."""
+        if failed.reason:
+            raise TransportFaultInRun(failed, operations) from None
+        counters.crashes.append(ImplementationFailedInRun(failed, operations))
+        hypothesis.reject()
+        raise AssertionError("unreachable")  # pragma: no cover - reject() raises
 
     class GateMachine(RuleBasedStateMachine):
         flows = Bundle("flows")
@@ -156,7 +167,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                 step = session.apply(op)
                 violations = check_step(step, session.trace, ids)
             except ImplementationFailed as failed:
-                raise in_run(failed, session.script()) from None
+                crashed(failed, session.script())
             if violations:
                 counters.first_failure.setdefault(violations[0].invariant, counters.examples)
                 raise violation_type(violations[0].invariant)(violations, session.trace.operations)
@@ -202,7 +213,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             try:
                 state = session.read_state(execution)
             except ImplementationFailed as failed:
-                raise in_run(failed, session.script()) from None
+                crashed(failed, session.script())
             parked = state.get("suspendedOn") if state.get("status") == "suspended" else None
             return parked if isinstance(parked, dict) and isinstance(parked.get("on"), str) else None
 
@@ -214,7 +225,7 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             try:
                 return session.read_log(execution)
             except ImplementationFailed as failed:
-                raise in_run(failed, session.script()) from None
+                crashed(failed, session.script())
 
         def park_seq(self, execution: str) -> int:
             return newest_park(self.log_of(execution)) or 1
@@ -561,6 +572,7 @@ class StatefulResult:
     steps: int = 0
     failures: dict[str, InvariantViolated] = field(default_factory=dict)
     errors: list[ImplementationFailedInRun | TransportFaultInRun] = field(default_factory=list)
+    crashes: list[ImplementationFailedInRun] = field(default_factory=list)  # examples a driver exception ended
 
 
 def run_stateful(session: Session, invariant_ids: list[str], budget: Budget, seed: int | None = None,
@@ -589,9 +601,11 @@ def run_stateful(session: Session, invariant_ids: list[str], budget: Budget, see
         if chosen is not None:
             machine = hypothesis.seed(chosen)(machine)
         found = _run_once(machine, budget, False, scoped(database, *sorted(remaining)))
+        judged = counters.examples - len(counters.crashes)  # an example a driver exception ended judged nothing
         for invariant_id in remaining:
-            result.examples[invariant_id] = result.examples.get(invariant_id, 0) + counters.examples
+            result.examples[invariant_id] = result.examples.get(invariant_id, 0) + judged
         result.steps += counters.steps
+        result.crashes.extend(counters.crashes)
         new = [f for f in found if isinstance(f, InvariantViolated)]
         result.errors.extend(f for f in found if isinstance(f, (ImplementationFailedInRun, TransportFaultInRun)))
         for failure in new:
@@ -659,6 +673,8 @@ def _run_once(machine: type[RuleBasedStateMachine], budget: Budget, derandomize:
             run_state_machine_as_test(machine, settings=config)
     except (InvariantViolated, ImplementationFailedInRun, TransportFaultInRun) as failure:
         return [failure]
+    except hypothesis.errors.Unsatisfiable:
+        return []  # every example ended in a driver exception: Counters.crashes has them
     except hypothesis.errors.Flaky as flaky:
         # The same operations gave different results when Hypothesis ran them again: the
         # implementation is nondeterministic (or keeps state across a reset). Its finding.

@@ -3,7 +3,9 @@ kernel (or to loomcheck) broke, fixed, or left failing.
 
 Exit codes: 1 when the candidate fails (fail or error) an invariant the base did
 not fail; otherwise 2 when the candidate is partial (or unreadable, decided by
-the caller); otherwise 0. A violation outranks partiality, as in `run`."""
+the caller); otherwise 0. A violation outranks partiality, as in `run`. In a
+partial candidate an error is unknown, not a failure: the run that stopped
+early left it unjudged, so only a `fail` there is newly failing."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ class ReportDiff:
     changed: list[Change] = field(default_factory=list)  # any other change of status
     added: list[Change] = field(default_factory=list)  # in the candidate only (a failing one is also newly failing)
     removed: list[Change] = field(default_factory=list)  # in the base only
+    unknown: list[Change] = field(default_factory=list)  # errors of a partial candidate: not judged, not failed
     candidate_complete: bool = True
     candidate_partial_because: str | None = None
 
@@ -52,6 +55,9 @@ def diff_reports(base: Report, candidate: Report) -> ReportDiff:
         change = Change(invariant_id, old.status if old else None, new.status, new.message)
         if old is None:
             diff.added.append(change)
+        if not candidate.complete and new.status == "error":
+            diff.unknown.append(change)
+            continue
         if new.status in FAILING and (old is None or old.status not in FAILING):
             # A new profile disagreement (spec/profiles.toml) is a change, not a conformance failure,
             # unless the candidate's run counted it (--profile-checks strict).
@@ -75,7 +81,8 @@ def describe(diff: ReportDiff, base: Report, candidate: Report) -> list[str]:
     """The diff as plain lines, for the terminal."""
     lines = [f"base:      {_who(base)}", f"candidate: {_who(candidate)}"]
     sections = (("newly failing", diff.newly_failing), ("fixed", diff.fixed), ("still failing", diff.still_failing),
-                ("status changed", diff.changed), ("added", diff.added), ("removed", diff.removed))
+                ("status changed", diff.changed), ("added", diff.added), ("removed", diff.removed),
+                ("unknown (an error in the partial candidate)", diff.unknown))
     for title, changes in sections:
         if not changes:
             continue

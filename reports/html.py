@@ -14,7 +14,7 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, Template
 
 from loomcheck.reports.markdown import partial_because
-from loomcheck.reports.model import ExplanationModel, InvariantRecord, Report
+from loomcheck.reports.model import ExplanationModel, InvariantRecord, Report, RootCause
 from loomcheck.spec.catalogue import Catalogue, load_catalogue
 from loomcheck.spec.files import SPEC_ROOT
 
@@ -62,6 +62,15 @@ class Why:
 
 
 @dataclass(frozen=True)
+class Causes:
+    """One implementation's failures grouped by root cause, above the matrix."""
+
+    column: str
+    failed: int
+    causes: list[RootCause]
+
+
+@dataclass(frozen=True)
 class Group:
     heading: str
     rows: list[Row]
@@ -89,7 +98,9 @@ def render_matrix(reports: list[tuple[Path, Report]], html_dir: Path | None = No
     whys = [Why(r.id, column.name, f"why-{index}-{r.id}", r.explanation)
             for index, (column, (_, report)) in enumerate(zip(columns, reports))
             for r in report.results if r.explanation is not None]
-    return _template().render(columns=columns, groups=groups, suites=suites, whys=whys,
+    causes = [Causes(column.name, sum(r.status == "fail" for r in report.results), report.rootCauses)
+              for column, (_, report) in zip(columns, reports) if report.rootCauses]
+    return _template().render(columns=columns, groups=groups, suites=suites, whys=whys, causes=causes,
                               rows=sum(len(g.rows) for g in groups))
 
 
@@ -135,6 +146,8 @@ def _column(path: Path, report: Report, html_dir: Path) -> Column:
     s = report.summary
     code = report.exit_code()
     parts = [f"{s.passed} pass", f"{s.failed} fail", f"{s.errors} error", f"{s.notApplicable} n/a"]
+    if s.rootCauses:
+        parts.insert(0, f"{s.rootCauses} root cause{'' if s.rootCauses == 1 else 's'}")
     if s.hazards:
         parts.append(f"{s.hazards} demonstrated")
     if s.expectedFailures:
@@ -154,6 +167,8 @@ def _cell(record: InvariantRecord | None, report_path: Path, html_dir: Path) -> 
         return Cell(label="—", css="missing", title="not in this report")
     label, css = record.status, f"s-{record.status}"
     notes = [record.explanation.text if record.explanation is not None else record.message or ""]
+    if record.rootCause is not None and record.rootCause != record.id:
+        notes.insert(0, f"reported under the root cause {record.rootCause}")
     if record.manifest == "expected-failure":
         label, css = f"{record.status} (expected)", f"{css} expected"
     elif record.manifest == "unexpected-pass":

@@ -57,7 +57,8 @@ def partial_because(report: Report) -> str:
 
 def _counts(report: Report) -> str:
     s = report.summary
-    text = f"**{s.passed} passed, {s.failed} failed, {s.errors} errors, {s.notApplicable} not applicable"
+    causes = f"{s.rootCauses} root cause{'' if s.rootCauses == 1 else 's'}: " if s.rootCauses else ""
+    text = f"**{causes}{s.passed} passed, {s.failed} failed, {s.errors} errors, {s.notApplicable} not applicable"
     if s.hazards:
         text += f", {s.hazards} demonstrations"
     text += f"** in {report.wallSeconds:.1f}s ({report.stateMachineSteps} state-machine steps)"
@@ -76,16 +77,18 @@ def _attention(report: Report) -> list[str]:
     failing = [r for r in report.results if r.status in FAILING]
     # Failures the manifest does not excuse first, then the expected ones.
     failing.sort(key=lambda r: r.excused)
-    lines: list[str] = []
+    lines: list[str] = _root_causes(report)
     if failing:
-        lines += ["### Not passing", "", "| invariant | status | ADR | message | counterexample |",
-                  "| --- | --- | --- | --- | --- |"]
+        lines += ["### Not passing", "", "| invariant | status | ADR | root cause | message | counterexample |",
+                  "| --- | --- | --- | --- | --- | --- |"]
         for r in failing:
             lines.append(f"| {_code(r.id)} | {_status(r)} | {r.adr} {_text(r.decision)} | "
+                         f"{_code(r.rootCause) if r.rootCause else ''} | "
                          f"{_text(_shorten(r.message or '', MESSAGE_LIMIT))} | "
                          f"{_code(r.counterexample) if r.counterexample else ''} |")
         lines.append("")
-        explained = [r for r in failing if r.explanation is not None]
+        # One explanation per root cause (its head's), and one per failure not grouped (an error, an older report).
+        explained = [r for r in failing if r.explanation is not None and r.rootCause in (None, r.id)]
         if explained:
             lines += ["### Why they fail", ""]
             for r in explained:
@@ -102,6 +105,22 @@ def _attention(report: Report) -> list[str]:
                  if report.summary.hazards else "")
         lines += [("Nothing failed." if report.complete else "Nothing failed, but the run is PARTIAL.") + shown, ""]
     return lines
+
+
+def _root_causes(report: Report) -> list[str]:
+    """The distinct root causes first: each counterexample once, with what else it violates."""
+    if not report.rootCauses:
+        return []
+    failed = sum(r.status == "fail" for r in report.results)
+    count = len(report.rootCauses)
+    lines = [f"### {count} root cause{'' if count == 1 else 's'} of {failed} failing invariants", "",
+             "| # | root cause | ADR | also violated by this counterexample | same cause | counterexample |",
+             "| ---: | --- | --- | --- | --- | --- |"]
+    for number, c in enumerate(report.rootCauses, start=1):
+        lines.append(f"| {number} | {_code(c.head)}: {_text(_shorten(c.message or c.title, MESSAGE_LIMIT))} | "
+                     f"{c.adr} {_text(c.decision)} | {', '.join(_code(i) for i in c.alsoViolated)} | "
+                     f"{', '.join(_code(i) for i in c.sameCause)} | {_code(c.counterexample) if c.counterexample else ''} |")
+    return lines + [""]
 
 
 def _explanation(e: ExplanationModel) -> str:

@@ -101,6 +101,8 @@ class InvariantRecord(_Model):
     def disagrees(self) -> bool:
         """A failure of a check that rests on a profile choice: reported apart from conformance."""
         return self.profile is not None and self.status == "fail"
+    rootCause: str | None = Field(default=None, description="for a failure: the invariant heading the root cause it is "
+                                                            "reported under (its own id when it heads one)")
 
     @property
     def excused(self) -> bool:
@@ -166,6 +168,22 @@ class CoverageRow(_Model):
     why: str | None = Field(default=None, description="why it is not applicable, or how it is reached when it was not")
 
 
+class RootCause(_Model):
+    """One counterexample (or regression-log difference), reported once: headed by the invariant whose
+    decision it most directly breaks, with the other failing invariants it violates (harness/rootcauses.py)."""
+
+    head: str
+    adr: str
+    decision: str
+    title: str
+    message: Text | None = None
+    counterexample: str | None = Field(default=None, description="path of the replayable counterexample")
+    counterexampleOperations: int | None = None
+    alsoViolated: list[str] = Field(default=[], description="the other failing invariants this counterexample violates")
+    sameCause: list[str] = Field(default=[], description="other failing invariants whose own counterexample also "
+                                                         "violates the head")
+
+
 class Summary(_Model):
     passed: int = 0
     failed: int = 0
@@ -175,6 +193,7 @@ class Summary(_Model):
     expectedFailures: int = Field(default=0, description="failures and errors the manifest expects (counted in failed/errors too)")
     profileDisagreements: int = Field(default=0, description="failures of checks resting on a profile choice "
                                                              "(spec/profiles.toml), not counted in failed")
+    rootCauses: int = Field(default=0, description="distinct root causes of the failures (one counterexample each)")
 
 
 class Report(_Model):
@@ -199,6 +218,7 @@ class Report(_Model):
     profileChecks: Literal["advisory", "strict"] = Field(
         default="advisory", description="advisory: a profile disagreement never changes the exit status or the "
                                         "conformance verdict; strict: it counts as a violation")
+    rootCauses: list[RootCause] = Field(default=[], description="the failures grouped by counterexample, most direct first")
 
     def summarise(self) -> None:
         counts = {"pass": 0, "fail": 0, "not-applicable": 0, "error": 0, "hazard": 0, "residual": 0,
@@ -212,7 +232,8 @@ class Report(_Model):
         self.summary = Summary(passed=counts["pass"], failed=counts["fail"], profileDisagreements=disagreements,
                                notApplicable=counts["not-applicable"], errors=counts["error"],
                                hazards=counts["hazard"] + counts["residual"] + counts["not-reproduced"],
-                               expectedFailures=sum(r.excused for r in self.results))
+                               expectedFailures=sum(r.excused for r in self.results),
+                               rootCauses=len(self.rootCauses))
 
     def exit_code(self, strict: bool = False) -> int:
         """0 all pass; 1 a violation; 2 incomplete or an error (documented in the README).

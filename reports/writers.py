@@ -38,6 +38,15 @@ def write_html(report_paths: list[Path], path: Path) -> None:
     write_atomically(path, render_matrix(reports, html_dir=path.parent))
 
 
+def xml_suite_properties(suite: TestSuite, report: Report) -> None:
+    """The distinct root causes lead: their count, and each head with what it also violates."""
+    suite.add_property("root-causes", str(len(report.rootCauses)))
+    for number, cause in enumerate(report.rootCauses, start=1):
+        also = f"; also violated by this counterexample: {', '.join(cause.alsoViolated)}" if cause.alsoViolated else ""
+        same = f"; same cause: {', '.join(cause.sameCause)}" if cause.sameCause else ""
+        suite.add_property(f"root-cause-{number}", f"{cause.head}{also}{same}")
+
+
 def write_junit(report: Report, path: Path) -> None:
     suite = TestSuite(f"loomcheck: {report.implementation.name}")
     for record in report.results:
@@ -64,6 +73,12 @@ def write_junit(report: Report, path: Path) -> None:
         elif record.status in ("hazard", "residual", "not-reproduced"):
             case.result = [Skipped(f"{record.kind.replace('-', ' ')}, {record.status}: {record.message or ''}")]
         suite.add_testcase(case)
+    for record in report.results:  # a failure grouped under another's root cause says so, first
+        for case in suite:
+            if case.name == record.id and record.rootCause not in (None, record.id) and not record.excused:
+                case.system_out = f"root cause: {record.rootCause} (its counterexample also violates this)\n" \
+                                  + (case.system_out or "")
+    xml_suite_properties(suite, report)
     for finding in report.findings:
         case = TestCase(f"finding: {finding.kind}", classname="loomcheck")
         case.result = [Error(finding.message, finding.kind)]

@@ -432,3 +432,27 @@ def test_full_coverage_says_so_and_old_reports_render_without_a_section() -> Non
     assert "Every applicable item was reached." in text and "**gap**" not in text
     old = report_with([]).model_dump(exclude={"coverage"})
     assert "### Coverage" not in render_markdown(Report.model_validate(old))
+
+
+def test_an_item_the_suite_asked_for_and_the_kernel_never_produced_is_the_kernels_finding(tmp_path) -> None:
+    """A refusal a committed regression log asks for (the reference reaches it there) that the kernel
+    never produces is the implementation's finding, with the decision that requires it; an item no
+    log asks for stays the suite's gap."""
+    import sys
+    from pathlib import Path
+
+    from loomcheck.harness.runner import Run
+    from loomcheck.spec.catalogue import load_catalogue
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    run = Run("python:mutants.no_contract_check:make", load_catalogue(), only=["migration.target-input-contract"],
+              report_dir=tmp_path)
+    session = run._connect()
+    assert session is not None
+    run._regressions(session)
+    asked = run._asked_for({"refusal:input-contract", "verdict:unverifiable"})
+    assert set(asked) == {"refusal:input-contract"}
+    message = asked["refusal:input-contract"]
+    assert "ADR 0056 Consequences requires" in message and "0056-acceptance-criterion-7.json" in message
+    assert "a conforming kernel: refused:input-contract; this implementation: ok" in message
+    run.driver.close()

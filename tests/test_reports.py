@@ -222,7 +222,7 @@ def test_markdown_leads_with_what_fails_and_its_counterexample() -> None:
     assert GATE in rows[0] and "**fail**" in rows[0] and f"`loomcheck-report/counterexamples/{GATE}.json`" in rows[0]
     assert "0057 Decision" in rows[0] and "gate 2 received entry 1" in rows[0]
     assert LEGACY in rows[1] and "error (expected)" in rows[1]
-    assert "a \\| b &lt;b>bold&lt;/b>" in rows[1] and rows[1].count(" | ") == 4
+    assert "a \\| b &lt;b>bold&lt;/b>" in rows[1] and rows[1].count(" | ") == 5
     folded = text[text.index("<details>"):]
     assert "</details>" in folded and all(r in folded for r in (GATE, BEYOND, LEGACY))
 
@@ -312,6 +312,14 @@ def test_diff_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert f"fixed (1):\n  {GATE}: fail -> pass" in capsys.readouterr().out
     assert main(["diff", base, partial]) == 2
     assert "PARTIAL: deadline" in capsys.readouterr().out
+    # A run stopped early leaves invariants it never reached in error: unknown, not newly failing.
+    stopped = _write(tmp_path, "stopped", _report(_failing(GATE), _record(BEYOND, "error", message="no check ran for "
+                                                  "this invariant (the run stopped early)"), complete=False,
+                                                  stopped="interrupted"))
+    assert main(["diff", base, stopped]) == 2
+    assert f"unknown (an error in the partial candidate) (1):\n  {BEYOND}: pass -> error" in capsys.readouterr().out
+    still_worse = _write(tmp_path, "still-worse", _report(_failing(GATE), _failing(BEYOND), complete=False))
+    assert main(["diff", base, still_worse]) == 1  # a violation outranks partiality
     assert main(["diff", base, str(garbage)]) == 2
     assert main(["diff", base, str(tmp_path / "nowhere.json")]) == 3
     assert "no such report file" in capsys.readouterr().out
@@ -356,3 +364,47 @@ def test_a_message_quoting_a_lone_surrogate_is_written_escaped(tmp_path: Path) -
     report.findings[0].message = "worse \udfff"  # as the runner fills it in
     write_json(report, tmp_path / "report.json")
     assert json.loads((tmp_path / "report.json").read_text())["findings"][0]["message"] == "worse \\udfff"
+
+
+# -- root causes: the distinct ones lead every output ------------------------------------------
+def _grouped() -> Report:
+    from loomcheck.reports.model import RootCause
+
+    gate = _failing(GATE)
+    beyond = _failing(BEYOND, message="parked beyond")
+    gate.rootCause, beyond.rootCause = GATE, GATE
+    report = _report(gate, beyond, _record(LEGACY))
+    report.rootCauses = [RootCause(head=GATE, adr="0057", decision="Decision", title="gate i", message=gate.message,
+                                   counterexample=gate.counterexample, counterexampleOperations=3,
+                                   alsoViolated=[BEYOND])]
+    report.summarise()
+    return report
+
+
+def test_the_summary_counts_root_causes_and_the_json_keeps_them() -> None:
+    report = _grouped()
+    assert report.summary.rootCauses == 1 and report.summary.failed == 2
+    again = Report.model_validate_json(report.model_dump_json())
+    assert again.rootCauses[0].alsoViolated == [BEYOND] and again.results[1].rootCause == GATE
+
+
+def test_markdown_and_html_lead_with_the_root_causes(tmp_path: Path) -> None:
+    report = _grouped()
+    text = render_markdown(report)
+    assert "**1 root cause: 1 passed, 2 failed" in text
+    causes = text[text.index("### 1 root cause of 2 failing invariants"):text.index("### Not passing")]
+    assert f"`{GATE}`" in causes and f"`{BEYOND}`" in causes  # the head, and what its counterexample also violates
+    write_json(report, tmp_path / "report.json")
+    html = render_matrix([(tmp_path / "report.json", report)], html_dir=tmp_path)
+    assert "1 root cause of 2 failing invariants" in html and html.index("root cause of") < html.index("<table>")
+    assert f"reported under the root cause {GATE}" in html
+
+
+def test_junit_names_the_root_causes(tmp_path: Path) -> None:
+    from loomcheck.reports.writers import write_junit
+
+    write_junit(_grouped(), tmp_path / "junit.xml")
+    xml = (tmp_path / "junit.xml").read_text()
+    assert 'name="root-causes" value="1"' in xml
+    assert f'name="root-cause-1" value="{GATE}; also violated by this counterexample: {BEYOND}"' in xml
+    assert f"root cause: {GATE}" in xml

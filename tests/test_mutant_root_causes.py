@@ -1,0 +1,28 @@
+"""Every seeded mutant, run on a realistic selection (its CATCHES plus the generic kernel
+invariants), is reported with a first root cause that names an invariant written for it:
+the grouping puts the bug's own decision first, not a generic consequence of it.
+tests/mutant_root_causes.py prints the per-mutant table (root causes versus invariants failed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from loomcheck.spec.catalogue import load_catalogue
+from mutant_root_causes import run
+from mutants import CATCHES
+
+DEMONSTRATIONS = ("documented-hazard", "documented-residual")
+
+
+@pytest.mark.parametrize("mutant", list(CATCHES))
+def test_the_first_root_cause_names_the_invariant_written_for_the_mutant(mutant: str) -> None:
+    catalogue = load_catalogue()
+    judged = [i for i in CATCHES[mutant] if catalogue.get(i).kind not in DEMONSTRATIONS]
+    outcome = run(mutant)
+    assert outcome.exit in (0, 1), outcome
+    if judged:
+        assert outcome.causes, f"{mutant}: no root cause reported ({outcome})"
+        assert outcome.causes[0] in CATCHES[mutant], \
+            f"{mutant}: the first root cause is {outcome.causes[0]}, not one of {CATCHES[mutant]} ({outcome})"
+    else:  # a documented hazard or residual is demonstrated, never a failure or a root cause
+        assert not outcome.causes and outcome.demonstrations, outcome
