@@ -496,7 +496,9 @@ class Run:
             self.evidence[invariant_id] = Evidence(invariant_id, frozenset(violates), size, tally.counterexample)
 
     def _root_causes(self, records: list[InvariantRecord]) -> list[RootCause]:
-        failing = [r for r in records if r.status == "fail"]
+        # A profile disagreement is not a conformance failure, so it heads no root cause unless counted (strict).
+        strict = self.report.profileChecks == "strict"
+        failing = [r for r in records if r.status == "fail" and (strict or not r.disagrees)]
         order = {inv.id: n for n, inv in enumerate(self.catalogue.invariants)}
         evidence = [self.evidence.get(r.id) or Evidence(r.id, frozenset({r.id}), r.counterexampleOperations
                                                         if r.counterexample else None, r.counterexample) for r in failing]

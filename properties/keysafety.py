@@ -71,7 +71,7 @@ def run_hostile_names(session: Session) -> CorpusResult:
                 continue
             label = f"{category}[{number}]"
             # Scripted cases first, so a failure comes with a replayable script.
-            for case in (_resume_case, _gate_case, _fold_case):
+            for case in (_resume_case, _gate_case, _op_case, _fold_case):
                 try:
                     found = case(session, name, label)
                 except Undeclared as undeclared:  # the fold case, on a kernel without feature "fold"
@@ -109,6 +109,20 @@ def _resume_case(session: Session, name: str, label: str) -> list[Violation]:
     if step.outcome.ok:
         found.append(Violation(ID, f"{label}: resume with type {name[:40]!r} answered a gate named {gate!r}."))
     return [Violation(v.invariant if v.invariant == ID else ID, f"{label}: {v.message}", v.events) for v in found]
+
+
+def _op_case(session: Session, name: str, label: str) -> list[Violation]:
+    """The name as a program's op: the interpreter's op table is a map indexed by a caller's string
+    (ADR 0077, prototype-chain bug), and an op the language lacks makes the program invalid."""
+    session.reset()
+    defined = session.apply(Define("f", {"body": [{"op": name}, {"op": "complete"}]}))
+    if defined.outcome.ok:
+        return [Violation(ID, f"{label}: a program with the op {name[:40]!r}, which the flow language lacks, was "
+                              f"defined; it must be refused (invalid-program).")]
+    if defined.outcome.reason not in refusals().reasons:
+        return [Violation(ID, f"{label}: a program with the op {name[:40]!r} was refused with the uncatalogued "
+                              f"reason {defined.outcome.reason!r}.")]
+    return []
 
 
 def _gate_case(session: Session, name: str, label: str) -> list[Violation]:
