@@ -148,7 +148,9 @@ def resume_as_is_the_exit(step: Step, trace: Trace) -> Iterator[Violation]:
         yield Violation("version.resume-as-exits",
                         f"resumeAs onto {step.op.flow!r} was refused code-mismatch: resumeAs onto the registered "
                         f"version is the exit from changed code, never refused for it.",
-                        expected="the resumeAs runs the execution on the target's registered code (ADR 0104 Context)")
+                        tuple(e["seq"] for e in step.log_before[-1:]),
+                        ("the execution as the refused resumeAs found it",),
+                        "the resumeAs runs the execution on the target's registered code (ADR 0104 Context)")
 
 
 @predicate("version.pinned")
