@@ -3,7 +3,7 @@ generic kernel invariants every bug also tends to break), in a fresh process as 
 per mutant, the invariants failed against the root causes reported, and whether the first root
 cause names an invariant written for it.
 
-    .venv/bin/python tests/mutant_root_causes.py [--jobs 2] [MUTANT ...]    # prints a Markdown table
+    .venv/bin/python tests/mutant_root_causes.py [--jobs 2] [--kernel reference|permuted] [MUTANT ...]
 
 tests/test_mutant_root_causes.py asserts the last column for every mutant."""
 
@@ -57,11 +57,14 @@ def selection(mutant: str) -> list[str]:
     return list(dict.fromkeys([*CATCHES[mutant], *GENERIC]))
 
 
-def run(mutant: str) -> Outcome:
+KERNELS = {"reference": "python:mutants.{}:make", "permuted": "python:permuted:{}"}  # tests/permuted
+
+
+def run(mutant: str, kernel: str = "permuted") -> Outcome:
     env = {**os.environ, "PYTHONPATH": str(HERE)}
     began = time.monotonic()
     with tempfile.TemporaryDirectory() as report_dir:
-        done = subprocess.run([sys.executable, "-m", "loomcheck", "run", "--impl", f"python:mutants.{mutant}:make",
+        done = subprocess.run([sys.executable, "-m", "loomcheck", "run", "--impl", KERNELS[kernel].format(mutant),
                                "--only", *selection(mutant), "--report", report_dir,
                                *BUDGETS.get(mutant, PROFILE)],
                               capture_output=True, text=True, timeout=600, env=env)
@@ -71,9 +74,9 @@ def run(mutant: str) -> Outcome:
                    round(time.monotonic() - began, 1), done.returncode)
 
 
-def run_all(mutants: list[str], jobs: int = 2) -> list[Outcome]:
+def run_all(mutants: list[str], jobs: int = 2, kernel: str = "permuted") -> list[Outcome]:
     with ThreadPoolExecutor(jobs) as pool:
-        return list(pool.map(run, mutants))
+        return list(pool.map(lambda mutant: run(mutant, kernel), mutants))
 
 
 def table(outcomes: list[Outcome]) -> str:
@@ -94,12 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mutants", nargs="*", help="default: every mutant in CATCHES")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--kernel", choices=list(KERNELS), default="permuted",
+                        help="each mutant as written, or inside the permuted reference (default)")
     args = parser.parse_args(argv)
     unknown = [m for m in args.mutants if m not in CATCHES]
     if unknown:
         parser.error(f"not a mutant: {', '.join(unknown)}")
     began = time.monotonic()
-    outcomes = run_all(args.mutants or list(CATCHES), args.jobs)
+    outcomes = run_all(args.mutants or list(CATCHES), args.jobs, args.kernel)
     print(table(outcomes))
     print(f"\n{time.monotonic() - began:.0f} s wall, {sum(o.seconds for o in outcomes):.0f} s in runs, {args.jobs} jobs")
     return 0 if all(o.first_is_written_for_it or (not o.causes and o.demonstrations) for o in outcomes) else 1

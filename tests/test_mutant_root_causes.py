@@ -1,6 +1,7 @@
-"""Every seeded mutant, run on a realistic selection (its CATCHES plus the generic kernel
-invariants), is reported with a first root cause that names an invariant written for it:
-the grouping puts the bug's own decision first, not a generic consequence of it.
+"""Every seeded mutant, inside the permuted reference (tests/permuted: every choice the ADRs
+leave open made the other way), on a realistic selection (its CATCHES plus the generic kernel
+invariants): each invariant written for it fails, and the report's first root cause names one of
+them, so the grouping puts the bug's own decision first, not a generic consequence of it.
 tests/mutant_root_causes.py prints the per-mutant table (root causes versus invariants failed)."""
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ def test_the_first_root_cause_names_the_invariant_written_for_the_mutant(mutant:
     outcome = run(mutant)
     assert outcome.exit in (0, 1), outcome
     if judged:
+        missed = [i for i in judged if i not in outcome.failed]
+        assert not missed, f"{mutant} inside the permuted reference is not caught by {missed} ({outcome})"
         assert outcome.causes, f"{mutant}: no root cause reported ({outcome})"
         assert outcome.causes[0] in CATCHES[mutant], \
             f"{mutant}: the first root cause is {outcome.causes[0]}, not one of {CATCHES[mutant]} ({outcome})"
