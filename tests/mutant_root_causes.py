@@ -33,14 +33,14 @@ PROFILE = ("--profile", "peers-slow", "--explore-depth", "0")
 # Mutants whose bug the state machine does not reach at that budget: the explorer runs for them too,
 # or the state machine runs at the ci budget.
 BUDGETS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("effect_twice_on_success", "parks_in_call_order", "resume_as_answers_crash", "always_full_scan"),
+    **dict.fromkeys(("effect_twice_on_success", "parks_in_call_order", "resume_as_answers_crash", "always_full_scan",
+                     "overwritten_decisions", "recovery_resumes", "loose_audit_records", "closed_audit_list"),
                     PROFILE[:2]),
-    "overwritten_decisions": PROFILE[:2],
     **dict.fromkeys(("normalised_answers", "pinned_resume_as"), ("--explore-depth", "0")),
 }
 # Mutants whose bug is in the view digest: the permuted reference digests views over a canonical JSON
 # of its own, which would mend the bug, so these run in the permuted reference with loomcheck's bytes.
-DIGEST_BUGS = ("short_digest", "sorted_dumps_digest")
+DIGEST_BUGS = ("short_digest", "sorted_dumps_digest", "shallow_views")
 DEMONSTRATED = ("hazard", "residual", "not-reproduced")
 
 

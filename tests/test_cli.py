@@ -31,6 +31,10 @@ WRAPPER = textwrap.dedent('''
 ''')
 
 
+ROOT = Path(__file__).resolve().parents[1]
+REGENERATE_REPORTS = "run `.venv/bin/python -m loomcheck.reports.regenerate` from the repository root and commit the result"
+
+
 def _report(directory: Path) -> dict:
     return json.loads((directory / "report.json").read_text())
 
@@ -76,6 +80,12 @@ def test_main_job_on_the_reference_through_the_installed_command(tmp_path: Path)
     assert stdio["complete"] is True
     same = lambda r: {x["id"]: (x["status"], x["examples"]) for x in r["results"]}  # noqa: E731
     assert same(stdio) == same(report)
+    # The committed reports (docs/invariants.md shows them; tests/test_permuted.py compares with them)
+    # are what this run gives, status by status.
+    statuses = lambda r: {x["id"]: x["status"] for x in r["results"]}  # noqa: E731
+    for name, fresh in (("reference", report), ("reference-stdio", stdio)):
+        committed = json.loads((ROOT / "reports" / name / "report.json").read_text(encoding="utf-8"))
+        assert statuses(committed) == statuses(fresh), f"reports/{name} is stale: {REGENERATE_REPORTS}"
     corpora = lambda r: [(c["name"], c["cases"], c["violations"], c["perCategory"]) for c in r["corpora"]]  # noqa: E731
     assert corpora(stdio) == corpora(report)
     assert stdio["stateMachineSteps"] == report["stateMachineSteps"]
@@ -85,7 +95,8 @@ def test_a_kernel_from_a_file_outside_the_package(tmp_path: Path, capsys: pytest
     kernel = tmp_path / "elsewhere" / "my_kernel.py"
     kernel.parent.mkdir()
     kernel.write_text(WRAPPER)
-    code = main(["run", "--impl", f"python:{kernel}:make", "--only", "gate.", "--report", str(tmp_path / "r")])
+    code = main(["run", "--impl", f"python:{kernel}:make", "--only", "gate.", "--profile", "peers-slow",
+                 "--report", str(tmp_path / "r")])
     assert code == 0, capsys.readouterr().out
     assert _report(tmp_path / "r")["implementation"]["name"] == "my-kernel"
 
@@ -94,7 +105,8 @@ def test_a_kernel_module_importable_from_the_current_directory(tmp_path: Path, m
     (tmp_path / "their_kernel.py").write_text(WRAPPER)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
-    assert main(["run", "--impl", "python:their_kernel:make", "--only", "resume.", "--report", "out"]) == 0
+    assert main(["run", "--impl", "python:their_kernel:make", "--only", "resume.", "--profile", "peers-slow",
+                 "--report", "out"]) == 0
     assert (tmp_path / "out" / "report.json").is_file()
 
 
@@ -154,7 +166,7 @@ def test_implementations_that_cannot_start_are_findings(impl: str, expected: str
 ])
 def test_implementations_that_fail_mid_run_are_findings_with_a_script(impl: str, expected: str, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["run", "--impl", impl, "--only", "gate.", "resume.", "--report", str(tmp_path)])
+    code = main(["run", "--impl", impl, "--only", "gate.", "resume.", "--profile", "peers-slow", "--report", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 2, out
     assert "Traceback" not in out

@@ -84,3 +84,17 @@ def test_cli_refuses_a_file_that_is_not_a_report(tmp_path: Path, capsys: pytest.
     bad.write_text("{}", encoding="utf-8")
     assert main(["docs", "--report", str(bad)]) == 3
     assert "not a loomcheck report" in " ".join(capsys.readouterr().out.split())  # the console wraps long lines
+
+
+def test_committed_matrix_is_up_to_date() -> None:
+    """reports/matrix.html is what `loomcheck matrix` renders of the committed reports now."""
+    from loomcheck.reports.html import render_matrix
+    from loomcheck.reports.reading import read_report
+    from loomcheck.reports.regenerate import PEERS, RUNS
+
+    reports_dir = ROOT / "reports"
+    paths = [reports_dir / name / "report.json" for name, _ in RUNS] + \
+            [reports_dir / "peers" / peer / "report.json" for peer in PEERS]
+    rendered_matrix = render_matrix([(path, read_report(path)) for path in paths], html_dir=reports_dir)
+    assert (reports_dir / "matrix.html").read_text(encoding="utf-8") == rendered_matrix, \
+        "reports/matrix.html is stale: run `.venv/bin/python -m loomcheck.reports.regenerate` and commit the result"
