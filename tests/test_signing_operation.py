@@ -6,6 +6,7 @@ approval invariants in process and over stdio, while a seeded mutant of its veri
 from __future__ import annotations
 
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,25 @@ def test_the_permuted_reference_passes_the_approval_invariants_over_stdio(tmp_pa
     command = shlex.join([sys.executable, "-m", "loomcheck", "serve", "--impl", "python:permuted:make"])
     # A small state-machine budget: every corpus still runs whole, each sign a round trip over the pipe.
     _run(f"stdio:{command}", tmp_path, "--profile", "peers-slow")
+
+
+NODE = shutil.which("node")
+NODE_KERNEL = TESTS.parent / "examples" / "node" / "kernel.mjs"
+# What the JavaScript example declares of ADR 0117 (security and signing; no views, timers or schemas).
+NODE_CHECKS = ["approvals.signature-bound", "approvals.granted-evidence", "approvals.park-located",
+               "approvals.weak-secret", "approvals.strict-needs-authenticator"]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not on PATH: the JavaScript example adapter cannot run")
+def test_the_node_example_signs_its_own_proofs_and_passes_the_approval_invariants_it_declares(tmp_path: Path) -> None:
+    import json
+
+    impl = "stdio:" + shlex.join([str(NODE), str(NODE_KERNEL)])
+    code = main(["run", "--impl", impl, "--only", *NODE_CHECKS, "--explore-depth", "0", "--profile", "peers-slow",
+                 "--report", str(tmp_path)])
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert {"security", "signing"} <= set(report["implementation"]["features"])
+    statuses = {r["id"]: r["status"] for r in report["results"]}
+    assert code == 0 and set(statuses.values()) == {"pass"} and not report["findings"], statuses
+    tampering = next(c for c in report["corpora"] if c["name"] == "tampering")
+    assert set(OWN_PROOF_CATEGORIES) <= set(tampering["perCategory"]), tampering["perCategory"]
