@@ -140,7 +140,8 @@ class Driver(Protocol):
         """Answer the gate an execution is parked on with `{type, payload}`, then run
         the flow until it parks or ends. Refuse (appending nothing) when it must.
         `options` (feature "security"; the harness passes it only when it is not empty):
-        `{"proof": {actor, exp, signature}, "principal": {actor}, "discardLegacyAnswers": {stepId, count}}`."""
+        `{"proof": {actor, exp, signature}, "principal": {actor}, "discardLegacyAnswers": {stepId, count}}`;
+        with feature "signing", `proof` is the object the implementation's own `sign(claim)` returned."""
         ...
 
     def configure(self, config: dict[str, JSON]) -> Outcome:
