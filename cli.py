@@ -62,10 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.command(args, console))
     except SpecError as exc:
-        console.print(f"[bold red]spec error[/]: {escape(str(exc))}")
+        console.print(f"[bold red]spec error[/]: {escape(str(exc))}", soft_wrap=True)  # one line, whatever the width
         return SUITE_FAILED
     except (ValueError, ImplementationSpecError) as exc:
-        console.print(f"[bold red]error[/]: {escape(str(exc))}")
+        console.print(f"[bold red]error[/]: {escape(str(exc))}", soft_wrap=True)
         return SUITE_FAILED
     except KeyboardInterrupt:
         console.print("interrupted")

@@ -24,6 +24,7 @@ sys.path.insert(0, str(HERE))
 
 from loomcheck.harness.rootcauses import GENERIC  # noqa: E402
 from loomcheck.reports.model import Report  # noqa: E402
+from loomcheck.spec.catalogue import load_catalogue  # noqa: E402
 from mutants import CATCHES  # noqa: E402
 
 # A slow peer's budget (10 examples of 8 steps) and no explorer: the battery of pairs already proves
@@ -34,8 +35,12 @@ PROFILE = ("--profile", "peers-slow", "--explore-depth", "0")
 BUDGETS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("effect_twice_on_success", "parks_in_call_order", "resume_as_answers_crash", "always_full_scan"),
                     PROFILE[:2]),
-    "normalised_answers": ("--explore-depth", "0"),
+    "overwritten_decisions": PROFILE[:2],
+    **dict.fromkeys(("normalised_answers", "pinned_resume_as"), ("--explore-depth", "0")),
 }
+# Mutants whose bug is in the view digest: the permuted reference digests views over a canonical JSON
+# of its own, which would mend the bug, so these run in the permuted reference with loomcheck's bytes.
+DIGEST_BUGS = ("short_digest", "sorted_dumps_digest")
 DEMONSTRATED = ("hazard", "residual", "not-reproduced")
 
 
@@ -60,13 +65,27 @@ def selection(mutant: str) -> list[str]:
 KERNELS = {"reference": "python:mutants.{}:make", "permuted": "python:permuted:{}"}  # tests/permuted
 
 
+def impl(mutant: str, kernel: str) -> str:
+    if kernel == "permuted" and mutant in DIGEST_BUGS:
+        return f"python:permuted:{mutant}_with_loomcheck_digests"
+    return KERNELS[kernel].format(mutant)
+
+
+def profile_checks(mutant: str) -> tuple[str, ...]:
+    """A mutant written against a profile choice only is reported as a root cause when profile
+    checks are counted, which is how its user would look for it."""
+    catalogue = load_catalogue()
+    profiled = all(catalogue.get(i).profile is not None for i in CATCHES[mutant])
+    return ("--profile-checks", "strict") if profiled else ()
+
+
 def run(mutant: str, kernel: str = "permuted") -> Outcome:
     env = {**os.environ, "PYTHONPATH": str(HERE)}
     began = time.monotonic()
     with tempfile.TemporaryDirectory() as report_dir:
-        done = subprocess.run([sys.executable, "-m", "loomcheck", "run", "--impl", KERNELS[kernel].format(mutant),
+        done = subprocess.run([sys.executable, "-m", "loomcheck", "run", "--impl", impl(mutant, kernel),
                                "--only", *selection(mutant), "--report", report_dir,
-                               *BUDGETS.get(mutant, PROFILE)],
+                               *BUDGETS.get(mutant, PROFILE), *profile_checks(mutant)],
                               capture_output=True, text=True, timeout=600, env=env)
         report = Report.model_validate_json((Path(report_dir) / "report.json").read_text())
     return Outcome(mutant, [r.id for r in report.results if r.status == "fail"], [c.head for c in report.rootCauses],

@@ -210,6 +210,12 @@ def test_replay_reports_no_violation_of_an_invariant_not_applicable(tmp_path: Pa
                       "if f != 'code-versions']})\n    return driver\n")
     assert main(["replay", str(path), "--impl", "python:mutants.unpinned_code:make"]) == 1
     assert "violated version.pinned" in capsys.readouterr().out
+    assert main(["replay", str(path), "--impl", f"python:{kernel}:make"]) == 0  # a redefinition needs code-versions
+    out = capsys.readouterr().out
+    assert "not applicable: unpinned needs driver feature(s) code-versions" in out and "violated" not in out, out
+    # A log the kernel can run still sets aside the invariants it names that do not apply to it.
+    log["operations"] = [log["operations"][0], log["operations"][1], log["operations"][3]]
+    path.write_text(json.dumps(log))
     assert main(["replay", str(path), "--impl", f"python:{kernel}:make"]) == 0
     out = capsys.readouterr().out
     assert "not applicable version.pinned" in out and "violated version.pinned" not in out, out

@@ -103,7 +103,9 @@ def test_a_fault_is_a_finding_and_the_run_goes_on(mode: str, reason: str, says: 
     records = {r.id: r for r in report.results}
     assert records[STATEFUL].status == "error"
     assert records[REPLAYED].status == replayed, records[REPLAYED]
-    assert all(r.examples > 0 for r in report.results), report.results  # the regression logs ran after the fault
+    assert records[STATEFUL].examples > 0, records[STATEFUL]
+    if replayed == "pass":  # the regression logs ran after the fault (a lying restart ends its log unjudged)
+        assert records[REPLAYED].examples > 0, records[REPLAYED]
     launched = pids()
     assert len(launched) == (3 if mode == "lying-hello" else 2)  # one restart per fault
     assert not any(alive(pid) for pid in launched)

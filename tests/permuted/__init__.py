@@ -3,6 +3,7 @@ every choice the ADRs leave open made the other way. With tests/ on the import p
 
     --impl python:permuted:make              the permuted reference, in-memory store
     --impl python:permuted:<mutant>          the permuted view of mutants.<mutant>.make()
+    --impl python:permuted:<mutant>_with_loomcheck_digests   the same, digesting views as loomcheck does
 
 A correct kernel that is not ours must pass every ADR invariant; a mutant must still be caught.
 """
@@ -45,10 +46,19 @@ def make_reference_digests() -> Any:
     return _with_own_proofs(PermutedDriver(ReferenceDriver(store="memory")))
 
 
+LOOMCHECK_DIGESTS = "_with_loomcheck_digests"
+
+
 def __getattr__(name: str) -> Callable[[], Any]:
-    """`python:permuted:<mutant>`: the factory of the permuted mutant."""
-    if name.startswith("__") or importlib.util.find_spec(f"mutants.{name}") is None:
+    """`python:permuted:<mutant>`: the factory of the permuted mutant. `<mutant>_with_loomcheck_digests`:
+    the same with loomcheck's digest bytes, for a mutant whose bug is in the view digest that the
+    permuted reference otherwise computes over a canonical JSON of its own (and so would mend)."""
+    own_digests = not name.endswith(LOOMCHECK_DIGESTS)
+    module = name if own_digests else name[: -len(LOOMCHECK_DIGESTS)]
+    if name.startswith("__") or importlib.util.find_spec(f"mutants.{module}") is None:
         raise AttributeError(name)
-    mutant = importlib.import_module(f"mutants.{name}")
-    return lambda: permute(mutant.make())
+    mutant = importlib.import_module(f"mutants.{module}")
+    if own_digests:
+        return lambda: permute(mutant.make())
+    return lambda: _with_own_proofs(PermutedDriver(mutant.make()))
 
