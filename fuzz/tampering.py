@@ -39,8 +39,11 @@ CATEGORIES = (
 )
 
 # Alterations of an implementation's own proof, opaque to the suite (feature "signing"): any JSON object.
-OWN_PROOF_CATEGORIES = ("proof-character-changed", "proof-truncated", "proof-extended", "proof-re-encoded",
-                        "proof-member-dropped", "proof-member-added", "proof-number-moved")
+# Only alterations that change what a member carries: the same bytes spelled another way (hex in
+# upper case, base64's other alphabet, padding, whitespace) or a member added beside the signed ones
+# is no forgery, and ADR 0117 D2 binds the signed fields, not a proof's spelling.
+OWN_PROOF_CATEGORIES = ("proof-character-changed", "proof-truncated", "proof-extended",
+                        "proof-member-dropped", "proof-number-moved")
 MAX_LEAVES = 32  # payload leaves changed one at a time, at most
 MAX_COUNT = 2**53 - 1  # an override's count is a JSON-safe integer (spec/signing.md)
 # Overrides attached to an approval signed without one. Count 0 ("discard nothing")
@@ -263,20 +266,14 @@ def _at(value: Any, path: tuple[Any, ...]) -> Any:
 
 
 def _other(char: str) -> str:
-    """Another character of the same kind, so the alteration stays in the proof's alphabet."""
+    """Another character of the same kind and case, so the alteration stays in the proof's
+    alphabet and changes the value it spells (in hex, "a" to "A" would spell the same byte)."""
     if char.isdigit():
-        return "0" if char != "0" else "1"
-    if char.isalpha():
-        return "A" if char != "A" else "B"
+        return "1" if char == "0" else "0"
+    if char.isascii() and char.isalpha():
+        first = "a" if char.islower() else "A"
+        return chr(ord(first) + (ord(char) - ord(first) + 1) % 26)
     return "x"
-
-
-def _re_encodings(text: str) -> list[str]:
-    """The same bytes spelled another way, were `text` hex or base64: case changed, the
-    base64 alphabets swapped, padding or whitespace added. One approval has one spelling."""
-    swapped = text.translate(str.maketrans("-_+/", "+/-_"))
-    return [text.swapcase(), text.upper(), text.lower(), swapped, text + "=", text + "==", " " + text, text + "\n",
-            text[: len(text) // 2] + " " + text[len(text) // 2:]]
 
 
 def own_proof_mutations(proof: dict) -> Iterator[tuple[str, dict]]:
@@ -292,19 +289,15 @@ def own_proof_mutations(proof: dict) -> Iterator[tuple[str, dict]]:
     for name in sorted(proof):
         value = proof[name]
         if isinstance(value, str) and value:
-            for at in dict.fromkeys((0, len(value) // 2, len(value) - 1)):
+            # Not the last character: in unpadded base64 it may carry only bits a decoder drops.
+            for at in dict.fromkeys((0, len(value) // 2)):
                 yield from fresh("proof-character-changed",
                                  {**proof, name: value[:at] + _other(value[at]) + value[at + 1:]})
             for cut in dict.fromkeys((len(value) - 1, len(value) // 2, 1, 0)):
                 yield from fresh("proof-truncated", {**proof, name: value[:cut]})
             for tail in ("A", "0", value):
                 yield from fresh("proof-extended", {**proof, name: value + tail})
-            for spelled in _re_encodings(value):
-                yield from fresh("proof-re-encoded", {**proof, name: spelled})
         elif isinstance(value, int) and not isinstance(value, bool):
             for moved in (value + 1, value - 1):
                 yield from fresh("proof-number-moved", {**proof, name: moved})
         yield from fresh("proof-member-dropped", {k: v for k, v in proof.items() if k != name})
-    for name, value in (("x", "y"), ("extra", None), ("__proto__", {"admin": True})):
-        if name not in proof:
-            yield from fresh("proof-member-added", {**proof, name: value})
