@@ -29,7 +29,7 @@ from typing import Any
 
 from loomcheck.reference.approvals import sign_resume, signed_discard
 
-__all__ = ["CATEGORIES", "event_type_variants", "tamperings"]
+__all__ = ["CATEGORIES", "OWN_PROOF_CATEGORIES", "event_type_variants", "own_proof_mutations", "tamperings"]
 
 CATEGORIES = (
     "event-type", "payload-value", "payload-key-added", "payload-key-removed", "view-digest",
@@ -38,6 +38,12 @@ CATEGORIES = (
     "other-execution", "later-park", "no-park-context",
 )
 
+# Alterations of an implementation's own proof, opaque to the suite (feature "signing"): any JSON object.
+# Only alterations that change what a member carries: the same bytes spelled another way (hex in
+# upper case, base64's other alphabet, padding, whitespace) or a member added beside the signed ones
+# is no forgery, and ADR 0117 D2 binds the signed fields, not a proof's spelling.
+OWN_PROOF_CATEGORIES = ("proof-character-changed", "proof-truncated", "proof-extended",
+                        "proof-member-dropped", "proof-number-moved")
 MAX_LEAVES = 32  # payload leaves changed one at a time, at most
 MAX_COUNT = 2**53 - 1  # an override's count is a JSON-safe integer (spec/signing.md)
 # Overrides attached to an approval signed without one. Count 0 ("discard nothing")
@@ -257,3 +263,41 @@ def _at(value: Any, path: tuple[Any, ...]) -> Any:
     for key in path:
         value = value[key]
     return value
+
+
+def _other(char: str) -> str:
+    """Another character of the same kind and case, so the alteration stays in the proof's
+    alphabet and changes the value it spells (in hex, "a" to "A" would spell the same byte)."""
+    if char.isdigit():
+        return "1" if char == "0" else "0"
+    if char.isascii() and char.isalpha():
+        first = "a" if char.islower() else "A"
+        return chr(ord(first) + (ord(char) - ord(first) + 1) % 26)
+    return "x"
+
+
+def own_proof_mutations(proof: dict) -> Iterator[tuple[str, dict]]:
+    """(category, altered proof): generic changes of an opaque proof object (ADR 0117 D2: whatever
+    its encoding, a verifier accepts exactly what its signer produced). Each differs from `proof`."""
+    seen: list[dict] = [proof]
+
+    def fresh(category: str, altered: dict) -> Iterator[tuple[str, dict]]:
+        if altered not in seen:
+            seen.append(altered)
+            yield category, altered
+
+    for name in sorted(proof):
+        value = proof[name]
+        if isinstance(value, str) and value:
+            # Not the last character: in unpadded base64 it may carry only bits a decoder drops.
+            for at in dict.fromkeys((0, len(value) // 2)):
+                yield from fresh("proof-character-changed",
+                                 {**proof, name: value[:at] + _other(value[at]) + value[at + 1:]})
+            for cut in dict.fromkeys((len(value) - 1, len(value) // 2, 1, 0)):
+                yield from fresh("proof-truncated", {**proof, name: value[:cut]})
+            for tail in ("A", "0", value):
+                yield from fresh("proof-extended", {**proof, name: value + tail})
+        elif isinstance(value, int) and not isinstance(value, bool):
+            for moved in (value + 1, value - 1):
+                yield from fresh("proof-number-moved", {**proof, name: moved})
+        yield from fresh("proof-member-dropped", {k: v for k, v in proof.items() if k != name})

@@ -57,6 +57,9 @@ Features: `hello()` lists the optional features the implementation supports:
     "security"          configure(config): strict mode and the signed resume authenticator
                         (spec/signing.md); resume(..., options) carries the proof and the
                         principal; parked_at_sequence(execution_id) (ADR 0117 D2, D3)
+    "signing"           sign(claim): the implementation's approver side signs approvals in its own
+                        proof format, which its authenticator verifies; the harness then sends its
+                        proofs instead of spec/signing.md's (ADR 0117 D2; needs "security")
 
 An invariant that needs a feature the implementation lacks is reported
 not-applicable, never passed. A method for an unsupported feature may raise
@@ -137,7 +140,8 @@ class Driver(Protocol):
         """Answer the gate an execution is parked on with `{type, payload}`, then run
         the flow until it parks or ends. Refuse (appending nothing) when it must.
         `options` (feature "security"; the harness passes it only when it is not empty):
-        `{"proof": {actor, exp, signature}, "principal": {actor}, "discardLegacyAnswers": {stepId, count}}`."""
+        `{"proof": {actor, exp, signature}, "principal": {actor}, "discardLegacyAnswers": {stepId, count}}`;
+        with feature "signing", `proof` is the object the implementation's own `sign(claim)` returned."""
         ...
 
     def configure(self, config: dict[str, JSON]) -> Outcome:
@@ -155,6 +159,17 @@ class Driver(Protocol):
     def parked_at_sequence(self, execution_id: str) -> int | None:
         """The seq of the EXECUTION_SUSPENDED the execution is parked at (what an approver
         signs), or None when it is not parked or the park is no longer retained (feature "security")."""
+        ...
+
+    def sign(self, claim: dict[str, JSON]) -> dict[str, JSON]:
+        """Sign an approval as the implementation's approver side does, with the keys of the last
+        accepted configure (feature "signing", ADR 0117 D2). `claim` is the whole event and the one
+        park it answers: `{"executionId", "parkedAtSequence", "actor", "exp", "event": {"type",
+        "payload"}, "discardLegacyAnswers": false | {stepId, count}}`. Returns `{"proof": {...}}`,
+        any JSON object the implementation's authenticator accepts as `options["proof"]` of exactly
+        that resume at exactly that park before `exp`, opaque to the harness; or, when the approver
+        side will not sign it (an unknown actor, a payload it cannot serialise), the refusal as data:
+        `{"refused": {"reason": str, "message": str}}`, never an exception."""
         ...
 
     def recover(self, execution_id: str) -> Outcome:

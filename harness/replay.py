@@ -13,6 +13,7 @@ from loomcheck.harness.session import ImplementationFailed, Session, hello_of
 from loomcheck.properties.explain import Explanation, explain
 from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.logview import TERMINAL, final_moment, park_seq
+from loomcheck.harness import proofs
 from loomcheck.properties.signing import rejection, secrets_of, sign
 from loomcheck.spec.canonical import view_digest
 from loomcheck.spec.programs import SuspendOp
@@ -115,7 +116,9 @@ def _signed_again(session: Session, op: Resume | ResumeAs, payload: dict, last: 
         signed = dict(actor=proof["actor"], secret=secret, exp=proof["exp"], execution=op.execution,
                       parked_at=parked_at, discard=discard)
         if sign(op.type, op.payload, **signed) == {k: proof.get(k) for k in ("actor", "exp", "signature")}:
-            again = sign(op.type, payload, **signed)
+            # Through the one place proofs come from: a kernel that signs its own gets its own (harness/proofs.py).
+            again = proofs.sign(session, proofs.Claim(op.execution, parked_at, proof["actor"], proof["exp"], op.type,
+                                                      payload, discard), secret)
             return {**(options or {}), "proof": {**proof, **again}} if again is not None else options
     return options
 

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from loomcheck.harness.driver import JSON, Driver, Hello, Outcome
 from loomcheck.harness.needs import Undeclared, operations_need
+from loomcheck.harness.proofs import with_own_proof
 from loomcheck.harness.script import (
     AdvanceClock,
     Configure,
@@ -131,6 +132,9 @@ class Session:
         self.in_flight: Operation | None = None  # the operation being applied, kept if the implementation fails
         # Told of every step recorded, whichever check applied it (the coverage report listens here).
         self.observers: list[Callable[[Step, Trace], None]] = []
+        # Every proof the harness signed (spec/signing.md notation) -> its claim and secret, so an
+        # implementation that signs its own is handed its own proof for the same claim (harness/proofs.py).
+        self.claims: dict[str, Any] = {}
 
     def script(self) -> list[Operation]:
         """The operations so far, including one the implementation failed on."""
@@ -207,7 +211,7 @@ class Session:
             known = list(dict.fromkeys(known + [x for x in [execution_of(op.during)] if x is not None]))
         before = {x: self.read_log(x) for x in known}
         if isinstance(op, Kill):
-            during = to_json(op.during) if op.during is not None else None
+            during = to_json(with_own_proof(self, op.during)) if op.during is not None else None
             self._call(describe(op), lambda: self.driver.kill(during, op.after_appends))  # type: ignore[attr-defined]
             others = {x: (before[x], self.read_log(x)) for x in known}
             step = Step(len(self.trace.steps), op, Outcome.accepted(crashed=True), None, [], [], None, None, None, others)
@@ -236,6 +240,20 @@ class Session:
         if seq is not None and type(seq) is not int:
             raise ImplementationFailed(f"parked_at_sequence {execution}", f"returned {seq!r}, not a sequence or null")
         return seq
+
+    def sign(self, claim: dict[str, JSON]) -> dict[str, JSON] | None:
+        """The implementation's own proof for `claim` (feature "signing", ADR 0117 D2), or None when
+        its approver side refuses to sign it (a refusal is data)."""
+        self.require({"signing"}, "sign")
+        if len(self.claims) > 100_000:
+            self.claims.clear()  # a bound on memory: a forgotten claim is only verified again, not lost
+        signed = self._call("sign", lambda: self.driver.sign(claim))
+        if isinstance(signed, dict) and isinstance(signed.get("proof"), dict) and set(signed) == {"proof"}:
+            return signed["proof"]
+        refused = signed.get("refused") if isinstance(signed, dict) else None
+        if isinstance(refused, dict) and isinstance(refused.get("reason"), str) and refused["reason"]:
+            return None
+        raise ImplementationFailed("sign", f"returned {signed!r}, not {{proof: object}} nor {{refused: {{reason}}}}")
 
     # -- reads -------------------------------------------------------------------
     def read_log(self, execution: str) -> list[dict[str, JSON]]:
@@ -275,6 +293,8 @@ class Session:
             return self.driver.define_flow(op.flow, op.program)
         if isinstance(op, Start):
             return self.driver.start(op.execution, op.flow, op.input)
+        if isinstance(op, (Resume, ResumeAs)):
+            op = with_own_proof(self, op)  # ADR 0117 D2: the implementation's own proof format, if it has one
         if isinstance(op, Resume):
             if op.options:  # only then: a kernel without the "security" feature takes three arguments
                 return self.driver.resume(op.execution, op.type, op.payload, op.options)

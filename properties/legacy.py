@@ -12,7 +12,7 @@ from loomcheck.harness.script import Configure, Define, Load, Recover, Restart, 
 from loomcheck.harness.session import ImplementationFailed, Session, Step
 from loomcheck.properties.keysafety import CorpusResult, gated
 from loomcheck.properties.registry import Violation
-from loomcheck.properties.signing import sign
+from loomcheck.harness import proofs
 from loomcheck.spec.names import TIMER_FIRED, WARN_MEMORY
 
 ACTOR, SECRET = "operator", "operator-approver-secret-01"
@@ -105,8 +105,8 @@ OVERRIDE = ("legacy.override-authenticated", "legacy.override-recorded", "legacy
 
 def _signed(session: Session, payload: Any, discard: Any, gate: str = HUMAN) -> dict[str, Any]:
     parked = session.parked_at_sequence("x") or 0
-    proof = sign(gate, payload, actor=ACTOR, secret=SECRET, exp=session.trace.now + 3_600_000, execution="x",
-                 parked_at=parked, discard=discard)
+    claim = proofs.Claim("x", parked, ACTOR, session.trace.now + 3_600_000, gate, payload, discard)
+    proof = proofs.sign(session, claim, SECRET)
     return {"proof": proof, "discardLegacyAnswers": discard}
 
 

@@ -47,7 +47,8 @@ from loomcheck.fuzz.campaign import scoped
 from loomcheck.properties.logview import flow_id_of, park_seq as newest_park
 from loomcheck.properties.migration import expected_outcome, folded_input
 from loomcheck.spec.versions import pinned_version
-from loomcheck.properties.signing import covers, sign
+from loomcheck.harness import proofs
+from loomcheck.properties.signing import covers
 from loomcheck.spec.names import TIMER_FIRED
 from loomcheck.spec.names import IN_DOUBT_GATE
 from loomcheck.harness.session import ImplementationFailed, Session
@@ -241,8 +242,8 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             if not covers(session.trace.security, gate):
                 return payload, None
             actor, secret = s.SIGNERS["ann"]
-            proof = sign(gate, payload, actor=actor, secret=secret, exp=session.trace.now + 60_000,
-                         execution=execution, parked_at=self.park_seq(execution))
+            claim = proofs.Claim(execution, self.park_seq(execution), actor, session.trace.now + 60_000, gate, payload)
+            proof = proofs.sign(session, claim, secret)
             return payload, ({"proof": proof} if proof is not None else None)
 
         def answer_for(self, parked: dict[str, Any], payload: Any, resolution: str) -> Any:
@@ -460,8 +461,8 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             options: dict[str, Any] = {}
             if s.SIGNERS[signer] is not None:
                 actor, secret = s.SIGNERS[signer]
-                proof = sign(gate, payload, actor=actor, secret=secret, exp=session.trace.now + expiry,
-                             execution=where[0], parked_at=where[1])
+                claim = proofs.Claim(where[0], where[1], actor, session.trace.now + expiry, gate, payload)
+                proof = proofs.sign(session, claim, secret)
                 if proof is not None:
                     options["proof"] = proof
                 if fault in ("principal is the signer", "principal is bob"):

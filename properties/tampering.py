@@ -7,20 +7,28 @@ expiry) and each variant is sent as a resume: every one must be refused, and
 nothing appended. Two scenarios follow, which need more than one park: the same
 signed approval presented at a fork (another execution parked identically) and
 replayed at a later park of the same gate; and last, the untampered approval is
-accepted, without which the refusals would prove nothing."""
+accepted, without which the refusals would prove nothing.
+
+An implementation that signs its own proofs (feature "signing") is handed its own
+proof wherever the harness signed one (harness/proofs.py), so the tamperings of the
+event and of the claim (another execution, park, payload, override, expiry) test its
+format; the tamperings of spec/signing.md's bytes, which its verifier never sees,
+give way to alterations of its own proof's bytes (fuzz/tampering.py
+own_proof_mutations) and to claims its own signer signs for another actor."""
 
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from loomcheck.fuzz.tampering import tamperings
+from loomcheck.fuzz.tampering import own_proof_mutations, tamperings
+from loomcheck.harness import proofs
 from loomcheck.harness.needs import Undeclared
 from loomcheck.harness.script import Configure, Define, Resume, Start
 from loomcheck.harness.session import ImplementationFailed, Session, Step
 from loomcheck.properties.keysafety import CorpusResult
 from loomcheck.properties.logview import park_seq
+from loomcheck.properties.jsonvalues import show
 from loomcheck.properties.registry import Violation, check_step
-from loomcheck.properties.signing import sign
 
 ID = "approvals.signature-bound"
 ACTOR, SECRET = "ann", "ann-approver-secret-0001"
@@ -34,6 +42,14 @@ DECISIONS = ({"approved": True, "note": "looks right"},
              {"approved": False, "reason": {"code": 3, "tags": ["limit", "weekend"]}},
              {"approved": True, "amount": 12.5, "to": "compte-é", "count": 3})
 DECISION = DECISIONS[0]
+# The tamperings of spec/signing.md's bytes (profile proof-wire-format): for a kernel that signs its
+# own proofs they are foreign bytes its verifier refuses trivially, so its own bytes are altered instead.
+SPEC_BYTES = frozenset({"actor", "exp", "signature-bitflip", "signature-truncated", "signature-extended",
+                        "signature-malformed", "unsigned", "actor-missing", "no-expiry", "unknown-actor",
+                        "wrong-secret"})
+STRANGERS = ("mallory", "ann-unknown", "__proto__")
+# A kernel without views (feature "view-digest") approves the same gates, showing nothing to bind.
+PLAIN_FLOW = {"body": [{k: v for k, v in op.items() if k != "view"} for op in FLOW["body"]]}
 CHECKED = (ID, "approvals.digest-echoed", "approvals.granted-evidence", "refusal.append-nothing",
            "refusal.typed-reason")
 
@@ -46,7 +62,7 @@ def run_tampering(session: Session, invariant_ids: tuple[str, ...] = (ID,)) -> C
     result = CorpusResult()
     try:
         _run(session, result)
-    except Undeclared as undeclared:  # its gate shows a view (feature "view-digest")
+    except Undeclared as undeclared:  # a feature a case needs (the override's: "legacy-scan")
         result.skip(undeclared)
     except ImplementationFailed as failed:
         if failed.reason:
@@ -59,15 +75,17 @@ def run_tampering(session: Session, invariant_ids: tuple[str, ...] = (ID,)) -> C
 def _setup(session: Session, *executions: str) -> None:
     session.reset()
     session.apply(Configure(config()))
-    session.apply(Define("f", FLOW))
+    session.apply(Define("f", FLOW if "view-digest" in session.features else PLAIN_FLOW))
     for execution in executions:
         session.apply(Start(execution, "f", None))
 
 
-def _park(session: Session, execution: str) -> tuple[int, str]:
+def _park(session: Session, execution: str) -> tuple[int, dict[str, Any]]:
+    """The park's seq, and the echo of its digest an approval's payload carries (ADR 0117 D1), if any."""
     park = park_seq(session.read_log(execution)) or 1
     state = session.read_state(execution)
-    return park, str(((state.get("suspendedOn") or {}).get("viewDigest")))
+    digest = (state.get("suspendedOn") or {}).get("viewDigest")
+    return park, ({"viewDigest": str(digest)} if digest is not None else {})
 
 
 def _send(session: Session, execution: str, event: dict[str, Any]) -> Step:
@@ -90,23 +108,76 @@ def _run(session: Session, result: CorpusResult) -> None:
     exp = session.trace.now + 3_600_000
     for decision in DECISIONS:
         _tamper(session, result, decision, exp)
+        if proofs.signs_itself(session.features):
+            _own_bytes(session, result, decision, exp)
     _scenarios(session, result, exp)
+
+
+def _count(result: CorpusResult, category: str) -> None:
+    result.cases += 1
+    result.per_category[category] = result.per_category.get(category, 0) + 1
+
+
+def _refused(session: Session, result: CorpusResult, step: Step, label: str, setup: list) -> None:
+    found = list(_judge(session, step, label, must_refuse=True))
+    if found and not result.violations:
+        result.operations = setup + [step.op]  # the shortest script that shows it
+    result.violations.extend(found)
+    if step.outcome.ok:
+        _setup(session, "x")  # the execution moved on: park it again for the next variant
+
+
+def _own_bytes(session: Session, result: CorpusResult, decision: dict[str, Any], exp: int) -> None:
+    """ADR 0117 D2, whatever the encoding: the kernel's own proof for this park, altered after
+    signing, and proofs its own signer made for a claim this resume is not (another actor, with
+    the principal the approval is sent by), are refused and append nothing."""
+    _setup(session, "x")
+    park, echo = _park(session, "x")
+    payload = {**decision, **echo}
+    own = session.sign(proofs.Claim("x", park, ACTOR, exp, GATE, payload).to_json())
+    if own is None:
+        result.violations.append(Violation(ID, f"the kernel's signer refused to sign {ACTOR}'s approval of "
+                                               f"{show(payload, 60)} for x, park #{park}: nothing can be tampered with."))
+        return
+    setup = session.trace.operations[:3]
+    for number, (category, altered) in enumerate(own_proof_mutations(own)):
+        options = {"proof": altered}
+        if proofs.signed_equivalent(session, GATE, payload, options, "x", park):
+            continue  # an alteration the signed fields do not see (a kernel signing spec/signing.md's proofs)
+        _count(result, category)
+        step = session.apply(Resume("x", GATE, payload, options))
+        _refused(session, result, step, f"{category}[{number}]", setup)
+    claims = [("other-actor", proofs.Claim("x", park, OTHER[0], exp, GATE, payload), {"actor": ACTOR})]
+    claims += [("unknown-actor", proofs.Claim("x", park, name, exp, GATE, payload), None) for name in STRANGERS]
+    for category, claim, principal in claims:
+        signed = session.sign(claim.to_json())
+        if signed is None:
+            continue  # its signer refuses an actor it holds no key for: nothing to send
+        _count(result, category)
+        options = {"proof": signed, **({"principal": principal} if principal else {})}
+        step = session.apply(Resume("x", GATE, payload, options))
+        _refused(session, result, step, category, setup)
 
 
 def _tamper(session: Session, result: CorpusResult, decision: dict[str, Any], exp: int) -> None:
     _setup(session, "x")
-    park, digest = _park(session, "x")
-    event = {"type": GATE, "payload": {**decision, "viewDigest": digest}}
+    park, echo = _park(session, "x")
+    event = {"type": GATE, "payload": {**decision, **echo}}
+    own = proofs.signs_itself(session.features)
+    # Remembered with its claim, so every tampering of the event keeps the proof a kernel signing its own made.
+    proofs.sign(session, proofs.Claim("x", park, ACTOR, exp, GATE, event["payload"]), SECRET)
     for number, (category, tampered, context) in enumerate(tamperings(
             event, actor=ACTOR, secret=SECRET, exp=exp, execution_id="x", parked_at_sequence=park,
             other_actor=OTHER, now=session.trace.now)):
         if not isinstance(context, dict) or not isinstance(context.get("executionId"), str) \
                 or type(context.get("parkedAtSequence")) is not int or context["parkedAtSequence"] < 1:
             continue  # a kernel always supplies the park: "no context" is the authenticator kit's case
+        if own and category in SPEC_BYTES:
+            continue  # bytes its verifier never sees: _own_bytes alters its own
         if (context["executionId"], context["parkedAtSequence"]) != ("x", park):
             # Signed for another park, presented at this one (the same test, seen from the park).
-            proof = sign(GATE, tampered["payload"], actor=ACTOR, secret=SECRET, exp=exp,
-                         execution=context["executionId"], parked_at=context["parkedAtSequence"])
+            proof = proofs.sign(session, proofs.Claim(context["executionId"], context["parkedAtSequence"], ACTOR, exp,
+                                                      GATE, tampered["payload"]), SECRET)
             tampered = {**tampered, "proof": proof}
         setup = session.trace.operations[:3]  # configure, define, start: refusals change nothing
         try:
@@ -127,9 +198,9 @@ def _tamper(session: Session, result: CorpusResult, decision: dict[str, Any], ex
 def _scenarios(session: Session, result: CorpusResult, exp: int) -> None:
     # A fork copies the parent's park but has its own id (ADR 0117 D2).
     _setup(session, "x", "x-fork")
-    park, digest = _park(session, "x")
-    payload = {**DECISION, "viewDigest": digest}
-    proof = sign(GATE, payload, actor=ACTOR, secret=SECRET, exp=exp, execution="x", parked_at=park)
+    park, echo = _park(session, "x")
+    payload = {**DECISION, **echo}
+    proof = proofs.sign(session, proofs.Claim("x", park, ACTOR, exp, GATE, payload), SECRET)
     cases = [("fork", "x-fork", True), ("valid", "x", False),
              # the same signed approval, replayed at the second park of the same gate (a loop)
              ("later-park-replay", "x", True)]

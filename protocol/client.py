@@ -387,6 +387,9 @@ class StdioDriver:
     def parked_at_sequence(self, execution_id: str) -> int | None:
         return self._request("parked-at-sequence", {"execution": execution_id})
 
+    def sign(self, claim: dict[str, JSON]) -> dict[str, JSON]:
+        return self._request("sign", {"claim": claim})
+
     def recover(self, execution_id: str) -> Outcome:
         return self._request("recover", {"execution": execution_id})
 

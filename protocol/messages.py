@@ -29,6 +29,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "restart": (),
     "configure": ("config",),
     "parked-at-sequence": ("execution",),
+    "sign": ("claim",),
     "advance-clock": ("ms",),
     "effects": ("execution",),
     "warnings": (),
@@ -44,7 +45,7 @@ OUTCOMES = frozenset({"define", "start", "resume", "load", "recover", "resume-as
 # The feature each optional message belongs to (docs/driver.md).
 FEATURE_OF = {"fold": "fold", "load": "load-log", "recover": "recover", "recover-abandoned": "recover",
               "resume-as": "resume-as", "restart": "restart", "configure": "security",
-              "parked-at-sequence": "security", "advance-clock": "timers", "effects": "effect-ledger",
+              "parked-at-sequence": "security", "sign": "signing", "advance-clock": "timers", "effects": "effect-ledger",
               "warnings": "legacy-scan", "append-events": "legacy-scan", "erase": "legacy-scan",
               "truncate-prefix": "retention", "arm-kill": "kill-points"}
 
@@ -168,6 +169,27 @@ class Configure(_Request):
     config: dict[str, Any]
 
 
+class ClaimEvent(_Message):
+    type: str
+    payload: Any = None
+
+
+class Claim(_Message):
+    """What an approver signs (ADR 0117 D2): the whole event and the one park it answers."""
+
+    executionId: str
+    parkedAtSequence: int = Field(description="the seq of the EXECUTION_SUSPENDED the approval answers")
+    actor: str
+    exp: int = Field(description="milliseconds since the epoch after which the proof is void")
+    event: ClaimEvent
+    discardLegacyAnswers: Any = Field(default=False, description="false, or the override {stepId, count} (ADR 0104 D2)")
+
+
+class Sign(_Request):
+    op: Literal["sign"]
+    claim: Claim = Field(description="signed by the implementation's approver side with the keys it was configured with")
+
+
 class AdvanceClock(_Request):
     op: Literal["advance-clock"]
     ms: int = Field(ge=0)
@@ -188,7 +210,7 @@ class Shutdown(_Request):
 
 Request = RootModel[Annotated[Union[
     Hello, Reset, Define, Start, Resume, ResumeAs, ReadLog, ReadState, Fold, Load, Recover, RecoverAbandoned,
-    Restart, Configure, ParkedAtSequence, AdvanceClock, Effects, Warnings, AppendEvents, Erase, TruncatePrefix,
+    Restart, Configure, ParkedAtSequence, Sign, AdvanceClock, Effects, Warnings, AppendEvents, Erase, TruncatePrefix,
     ArmKill, Shutdown,
 ], Field(discriminator="op")]]
 
@@ -246,6 +268,19 @@ class LoggedEvent(_Message):
     payload: Any
 
 
+class Signed(_Message):
+    proof: dict[str, Any] = Field(description="opaque to the harness: sent as options.proof of the resume it was signed for")
+
+
+class SignRefusal(_Message):
+    reason: str = Field(min_length=1, description="why the approver side cannot sign it (e.g. unknown-actor)")
+    message: str = ""
+
+
+class SignRefused(_Message):
+    refused: SignRefusal
+
+
 class EffectRecord(BaseModel):
     stepId: str
     attempt: int
@@ -262,6 +297,7 @@ RESULTS: dict[str, Any] = {
     "recover-abandoned": list[str],
     "advance-clock": list[str],
     "parked-at-sequence": int | None,
+    "sign": Union[Signed, SignRefused],
     "effects": list[EffectRecord],
     "warnings": list[dict[str, Any]],
 }

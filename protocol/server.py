@@ -33,6 +33,7 @@ CALLS: dict[str, Callable[[Any, dict[str, JSON]], Any]] = {
     "restart": lambda d, m: d.restart(),
     "configure": lambda d, m: d.configure(m["config"]),
     "parked-at-sequence": lambda d, m: d.parked_at_sequence(m["execution"]),
+    "sign": lambda d, m: d.sign(m["claim"]),
     "advance-clock": lambda d, m: d.advance_clock(m["ms"]),
     "effects": lambda d, m: d.effects(m["execution"]),
     "warnings": lambda d, m: d.warnings(),

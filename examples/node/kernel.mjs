@@ -10,17 +10,24 @@
 //   * a flow re-runs from the top on every resume: a completed step replays its
 //     recorded output, and the i-th suspend point of a run takes the i-th entry of
 //     the folded answer list variables._resumePayloads (ADR 0057), or parks;
-//   * every refusal happens before anything is appended (refuse before append).
+//   * every refusal happens before anything is appended (refuse before append);
+//   * approvals (ADR 0117 D2, features security and signing): a configured authenticator
+//     verifies an HMAC-SHA256 over the whole event and the one park it answers, in this
+//     kernel's own proof format (sign() below), not spec/signing.md's.
 //
 // stdout carries exactly one JSON line per request; logs go to stderr.
 
+import { createHmac, timingSafeEqual } from "node:crypto";
 import readline from "node:readline";
 
 const PROTOCOL = "loomcheck-driver/1";
 const HELLO = {
   protocol: PROTOCOL, name: "tiny-node-kernel", version: "0.1.0", eventSchema: "1.20.0",
-  features: ["fold", "recover", "load-log"],
+  features: ["fold", "recover", "load-log", "security", "signing"],
 };
+// The clock the authenticator judges expiry by: CLOCK_START_MS of spec/names.py, the value every
+// kernel's clock reads after reset. This kernel has no timers (feature timers), so it stands still.
+const CLOCK_START_MS = 1_800_000_000_000;
 const IN_DOUBT_GATE = "EffectInDoubtResolved";
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 // What flow code may emit although it is a kernel type (ADR 0104 D1); each needs
@@ -426,7 +433,7 @@ function start({ execution, flow, input = null }) {
   return drive(x);
 }
 
-function resume({ execution, type, payload = null }) {
+function resume({ execution, type, payload = null, options = null }) {
   const x = existing(execution);
   const state = stateOf(x);
   // The ingress gate, in order: kernel namespace, parked, the parked gate's name.
@@ -437,9 +444,11 @@ function resume({ execution, type, payload = null }) {
     throw new Refusal("ResumeRefusedError", "gate-mismatch",
       `parked on ${JSON.stringify(gate)}, not ${JSON.stringify(type)}`);
   }
+  const evidence = authenticate(execution, x, type, payload, options); // identity before shape (ADR 0077 D3)
   if (!storable(payload)) throw new Refusal("ResumePayloadValidationError", "invalid-payload", "not storable JSON");
   requireFlow(state.flowId);
   if (gate === IN_DOUBT_GATE) throw new Unsupported("in-doubt verdicts need feature in-doubt, not declared");
+  if (evidence !== null) append(x, "APPROVAL_GRANTED", evidence); // ADR 0117 D2: who approved
   append(x, type, clone(payload)); // the resume-typed event
   append(x, "EXECUTION_RESUMED", clone(payload)); // the answer: folds into _resumePayloads
   return drive(x);
@@ -494,20 +503,135 @@ const readLog = ({ execution }) => executions.get(execution)?.events ?? [];
 const readState = ({ execution }) => (exists(execution) ? stateOf(executions.get(execution)) : emptyState());
 
 // ---------------------------------------------------------------------------
+// Approvals (ADR 0117 D2, D3). The ADR names what a signature covers (the event type, the
+// payload, discardLegacyAnswers, the actor, the expiry, and the park: execution and
+// parkedAtSequence), not how it is encoded, so this kernel encodes it its own way:
+//   proof = {signer, expires, sig}, sig = lowercase hex HMAC-SHA256(secret, signedText(claim))
+// where signedText is a tagged list of lines of key-sorted JSON. Its own format, rather than
+// spec/signing.md's, because that is the case the feature "signing" exists for: a kernel in
+// another language needs neither loomcheck's canonical JSON nor its vectors to be tested.
+let security = { strict: false, authenticator: null };
+const PROOF_MEMBERS = "expires,sig,signer"; // exactly these: one approval has one spelling
+const utf8Length = (s) => Buffer.byteLength(s, "utf8");
+
+function secretsOf(keys, actor) {
+  const material = own(keys, actor);
+  if (typeof material === "string") return [material];
+  return Array.isArray(material) ? material.filter((s) => typeof s === "string") : [];
+}
+
+function configure({ config }) {
+  const c = isObject(config) ? config : {};
+  const spec = own(c, "authenticator") ?? null;
+  let authenticator = null;
+  if (spec !== null) {
+    const keys = isObject(own(spec, "keys")) ? clone(spec.keys) : {};
+    for (const [actor, material] of Object.entries(keys)) {
+      const empty = Array.isArray(material) && material.length === 0;
+      if (empty || secretsOf(keys, actor).some((s) => utf8Length(s) < 16)) {
+        throw new Refusal("ConfigError", "weak-secret", `a secret of ${JSON.stringify(actor)} is under 16 bytes`);
+      }
+    }
+    const gates = Array.isArray(own(spec, "gates")) ? spec.gates.filter((g) => typeof g === "string") : [];
+    authenticator = { gates: new Set(gates), keys, requireActor: own(spec, "requireActor") !== false };
+  }
+  if (c.strict === true && authenticator === null && own(c, "requireResumeAuthenticator") !== false) {
+    // ADR 0117 D3: strict cannot default an authenticator; it needs keys only the app has.
+    throw new Refusal("ConfigError", "strict-needs-authenticator", "strict needs a resume authenticator");
+  }
+  security = { strict: c.strict === true, authenticator };
+  return { crashed: false };
+}
+
+// Round 2: the park is the newest EXECUTION_SUSPENDED in the log, never the folded tip.
+function parkSeq(x) {
+  if (parkedOn(stateOf(x)) === null) return null;
+  for (let i = x.events.length - 1; i >= 0; i--) if (x.events[i].type === "EXECUTION_SUSPENDED") return x.events[i].seq;
+  return null; // retention removed it: no approval can be bound to it
+}
+
+// The signed bytes: every field ADR 0117 D2 names, one line each. Throws for what it cannot write.
+function signedText(execution, parkedAt, actor, exp, type, payload, discard) {
+  if (discard !== undefined && discard !== null && discard !== false) {
+    throw new Error("this kernel has no legacy-answers override to sign (feature legacy-scan)");
+  }
+  if (!storable(payload)) throw new Error("the payload is not storable JSON");
+  return ["tiny-node-kernel approval/1", execution, parkedAt, actor, exp, type, payload, false]
+    .map(sortedJson).join("\n");
+}
+const mac = (secret, text) => createHmac("sha256", Buffer.from(secret, "utf8")).update(text, "utf8").digest("hex");
+
+// The approver's side: a refusal to sign is data, {refused: {reason, message}}.
+function sign({ claim }) {
+  const refuse = (reason, message) => ({ refused: { reason, message } });
+  const event = own(claim, "event");
+  const [actor, exp] = [own(claim, "actor"), own(claim, "exp")];
+  const [execution, parkedAt] = [own(claim, "executionId"), own(claim, "parkedAtSequence")];
+  if (!isObject(event) || typeof own(event, "type") !== "string") return refuse("not-a-claim", "no event {type, payload}");
+  if (typeof actor !== "string" || !actor || !Number.isSafeInteger(exp)) return refuse("not-a-claim", "actor, exp");
+  if (typeof execution !== "string" || !execution || !Number.isSafeInteger(parkedAt) || parkedAt < 1) {
+    return refuse("no-park-context", "a claim names one park of one execution");
+  }
+  const secrets = security.authenticator ? secretsOf(security.authenticator.keys, actor) : [];
+  if (!secrets.length) return refuse("unknown-actor", `no key for ${JSON.stringify(actor)}`);
+  let text;
+  try {
+    text = signedText(execution, parkedAt, actor, exp, event.type, field(event, "payload"),
+      own(claim, "discardLegacyAnswers"));
+  } catch (e) {
+    return refuse("unsignable", String(e.message));
+  }
+  return { proof: { signer: actor, expires: exp, sig: mac(secrets[secrets.length - 1], text) } };
+}
+
+// The verifier's side, in the resume ingress after the gate name and before anything is
+// appended: the evidence APPROVAL_GRANTED records, or null for a gate it does not cover.
+function authenticate(execution, x, type, payload, options) {
+  const a = security.authenticator;
+  if (a === null || !a.gates.has(type)) return null;
+  const parkedAt = parkSeq(x);
+  if (parkedAt === null) throw new Refusal("ResumeRefusedError", "park-not-located", "the park is no longer in the log");
+  const reject = (why) => { throw new Refusal("ResumeRefusedError", "unauthenticated", why); };
+  const proof = own(options, "proof");
+  if (!isObject(proof) || Object.keys(proof).sort().join() !== PROOF_MEMBERS) reject("no proof of this kernel's");
+  const { signer, expires, sig } = proof;
+  if (typeof signer !== "string" || !signer) reject("actor-missing");
+  if (!Number.isSafeInteger(expires)) reject("no-expiry");
+  if (typeof sig !== "string" || !/^[0-9a-f]{64}$/.test(sig)) reject("bad-signature");
+  const secrets = secretsOf(a.keys, signer);
+  if (!secrets.length) reject("unknown-actor");
+  let text;
+  try {
+    text = signedText(execution, parkedAt, signer, expires, type, payload, own(options, "discardLegacyAnswers"));
+  } catch {
+    reject("bad-signature");
+  }
+  const given = Buffer.from(sig, "utf8");
+  if (!secrets.some((s) => timingSafeEqual(Buffer.from(mac(s, text), "utf8"), given))) reject("bad-signature");
+  if (expires <= CLOCK_START_MS) reject("expired");
+  const principal = own(options, "principal") ?? null;
+  if (a.requireActor && principal !== null) {
+    const actor = isObject(principal) ? own(principal, "actor") ?? null : signer + "\u0000"; // not an object: fails closed
+    if (actor !== null && actor !== signer) reject("actor-mismatch");
+  }
+  return { actor: signer, verifiedBy: "tiny-node-kernel-hmac" };
+}
+
+// ---------------------------------------------------------------------------
 // The protocol: one request per line, one response per line, in order.
 const OPS = new Map(Object.entries({
   hello: (req) => {
     if (req.protocol !== PROTOCOL) throw new Failed(`this kernel speaks ${PROTOCOL} only`);
     return HELLO;
   },
-  reset: () => { flows.clear(); executions.clear(); return null; },
+  reset: () => { flows.clear(); executions.clear(); security = { strict: false, authenticator: null }; return null; },
   define, start, resume, "read-log": readLog, "read-state": readState,
-  fold: foldOp, load, recover, "recover-abandoned": recoverAbandoned,
+  fold: foldOp, load, recover, "recover-abandoned": recoverAbandoned, configure, sign,
+  "parked-at-sequence": ({ execution }) => (exists(execution) ? parkSeq(executions.get(execution)) : null),
   shutdown: () => null,
 }));
 // Every other op of docs/protocol.md belongs to a feature this kernel does not declare.
-const FEATURE_OF = { "resume-as": "resume-as", restart: "restart", configure: "security",
-  "parked-at-sequence": "security", "advance-clock": "timers", effects: "effect-ledger",
+const FEATURE_OF = { "resume-as": "resume-as", restart: "restart", "advance-clock": "timers", effects: "effect-ledger",
   warnings: "legacy-scan", "append-events": "legacy-scan", erase: "legacy-scan",
   "truncate-prefix": "retention", "arm-kill": "kill-points" };
 

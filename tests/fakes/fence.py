@@ -17,7 +17,7 @@ from loomcheck.harness.needs import options_need, program_needs
 from loomcheck.reference.driver import FEATURES, ReferenceDriver
 
 # The Node example's declared set (examples/node/kernel.mjs HELLO.features).
-NODE = frozenset({"fold", "recover", "load-log"})
+NODE = frozenset({"fold", "recover", "load-log", "security", "signing"})
 ALL = frozenset(FEATURES)
 
 
@@ -31,6 +31,7 @@ class FencedKernel:
         self.breaches: list[str] = [] if breaches is None else breaches
         self.inner = ReferenceDriver(store="memory")
         self.deployed: dict[str, Any] = {}
+        self.keys: dict[str, Any] = {}  # the configured authenticator's, for sign
 
     def _need(self, needs: set[str] | frozenset[str], what: str) -> None:
         missing = sorted(set(needs) - self.features)
@@ -46,6 +47,7 @@ class FencedKernel:
 
     def reset(self) -> None:
         self.deployed.clear()
+        self.keys = {}
         self.inner.reset()
 
     def define_flow(self, flow_id: str, program: dict[str, Any]) -> Outcome:
@@ -106,7 +108,22 @@ class FencedKernel:
 
     def configure(self, config: dict[str, Any]) -> Outcome:
         self._need({"security"}, "configure")
-        return self.inner.configure(config)
+        outcome = self.inner.configure(config)
+        if outcome.ok:
+            self.keys = dict((config.get("authenticator") or {}).get("keys") or {})
+        return outcome
+
+    def sign(self, claim: dict[str, Any]) -> dict[str, Any]:
+        """Feature "signing", in spec/signing.md's own format: a kernel whose proofs are the suite's."""
+        from loomcheck.properties.signing import secrets_of, sign
+
+        self._need({"signing"}, "sign")
+        secrets = secrets_of(self.keys, claim.get("actor"))
+        event = claim.get("event") or {}
+        proof = sign(event.get("type"), event.get("payload"), actor=claim.get("actor"), secret=secrets[-1],
+                     exp=claim.get("exp"), execution=claim.get("executionId"), parked_at=claim.get("parkedAtSequence"),
+                     discard=claim.get("discardLegacyAnswers")) if secrets else None
+        return {"proof": proof} if proof is not None else {"refused": {"reason": "unknown-actor", "message": ""}}
 
     def parked_at_sequence(self, execution_id: str) -> int | None:
         self._need({"security"}, "parked_at_sequence")
