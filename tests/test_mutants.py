@@ -136,7 +136,8 @@ def check_explanation(mutant: str, invariant: str, record: InvariantRecord) -> N
 
 def test_the_single_slot_mutant_through_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """ADR 0057's own bug, end to end: exit 1, the table says fail, and a replay command is printed."""
-    code = main(["run", "--impl", "python:mutants.single_slot:make", "--only", "gate.", "--report", str(tmp_path)])
+    code = main(["run", "--impl", "python:mutants.single_slot:make", "--only", "gate.", "--profile", "peers-slow",
+                 "--report", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 1
     assert "fail" in out and "gate.i-receives-entry-i" in out
