@@ -29,7 +29,8 @@ from typing import Any
 
 from loomcheck.reference.approvals import sign_resume, signed_discard
 
-__all__ = ["CATEGORIES", "OWN_PROOF_CATEGORIES", "event_type_variants", "own_proof_mutations", "tamperings"]
+__all__ = ["CATEGORIES", "OWN_PROOF_CATEGORIES", "event_type_variants", "other_character", "own_proof_mutations",
+           "tamperings"]
 
 CATEGORIES = (
     "event-type", "payload-value", "payload-key-added", "payload-key-removed", "view-digest",
@@ -265,7 +266,7 @@ def _at(value: Any, path: tuple[Any, ...]) -> Any:
     return value
 
 
-def _other(char: str) -> str:
+def other_character(char: str) -> str:
     """Another character of the same kind and case, so the alteration stays in the proof's
     alphabet and changes the value it spells (in hex, "a" to "A" would spell the same byte)."""
     if char.isdigit():
@@ -292,7 +293,7 @@ def own_proof_mutations(proof: dict) -> Iterator[tuple[str, dict]]:
             # Not the last character: in unpadded base64 it may carry only bits a decoder drops.
             for at in dict.fromkeys((0, len(value) // 2)):
                 yield from fresh("proof-character-changed",
-                                 {**proof, name: value[:at] + _other(value[at]) + value[at + 1:]})
+                                 {**proof, name: value[:at] + other_character(value[at]) + value[at + 1:]})
             for cut in dict.fromkeys((len(value) - 1, len(value) // 2, 1, 0)):
                 yield from fresh("proof-truncated", {**proof, name: value[:cut]})
             for tail in ("A", "0", value):

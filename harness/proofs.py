@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from loomcheck.fuzz.tampering import other_character
 from loomcheck.properties import signing as spec
 from loomcheck.spec.canonical import CanonicalError, canonical_json
 
@@ -118,14 +119,16 @@ def for_kernel(session: "Session", event_type: str, payload: Any, options: dict[
 
 
 def forged(proof: dict[str, Any]) -> dict[str, Any]:
-    """`proof` with one character of its longest string member changed (its MAC, most likely):
-    what a signer holding another key would have produced, as far as a verifier can tell."""
+    """`proof` with the first character of its longest string member changed (its MAC, most likely):
+    what a signer holding another key would have produced, as far as a verifier can tell. The first,
+    as the tampering corpus does: it always changes the value spelled, where a last base64
+    character may carry only bits a decoder drops."""
     strings = sorted((k for k, v in proof.items() if isinstance(v, str) and v), key=lambda k: (-len(proof[k]), k))
     if not strings:
         return {**proof, "forged": True}
     name = strings[0]
     value = proof[name]
-    return {**proof, name: value[:-1] + ("A" if value[-1] != "A" else "B")}
+    return {**proof, name: other_character(value[0]) + value[1:]}
 
 
 def with_own_proof(session: "Session", op: Any) -> Any:
