@@ -90,10 +90,17 @@ def _claim_of(session: "Session", event_type: str, payload: Any, options: dict[s
         return None
     claim = Claim(execution, parked_at, proof["actor"], proof["exp"], event_type, payload,
                   options.get("discardLegacyAnswers") or False)
-    for secret in _configured(session, proof["actor"]):
+    secret = signer_of(session, claim, proof)
+    return (claim, secret) if secret is not None else None
+
+
+def signer_of(session: "Session", claim: Claim, proof: dict[str, Any]) -> str | None:
+    """The configured secret of the claim's actor under which spec/signing.md's proof for `claim`
+    is `proof`, or None: a proof in the harness's notation, told from a forgery."""
+    for secret in _configured(session, claim.actor):
         if spec.sign(claim.event_type, claim.payload, actor=claim.actor, secret=secret, exp=claim.exp,
-                     execution=execution, parked_at=parked_at, discard=claim.discard) == proof:
-            return claim, secret
+                     execution=claim.execution, parked_at=claim.parked_at, discard=claim.discard) == proof:
+            return secret
     return None
 
 

@@ -14,7 +14,7 @@ from loomcheck.properties.explain import Explanation, explain
 from loomcheck.properties.jsonvalues import json_equal, show
 from loomcheck.properties.logview import TERMINAL, final_moment, park_seq
 from loomcheck.harness import proofs
-from loomcheck.properties.signing import rejection, secrets_of, sign
+from loomcheck.properties.signing import rejection
 from loomcheck.spec.canonical import view_digest
 from loomcheck.spec.programs import SuspendOp
 from loomcheck.properties.registry import Violation, all_predicates, check_step
@@ -110,17 +110,14 @@ def _signed_again(session: Session, op: Resume | ResumeAs, payload: dict, last: 
     if not isinstance(proof, dict) or parked_at is None or rejection(
             session.trace.security, session.trace.now, op.type, op.payload, options, op.execution, parked_at) is not None:
         return options  # no proof, or one that was never valid: a tampering case stays one
-    keys = (session.trace.security.get("authenticator") or {}).get("keys") or {}
     discard = (options or {}).get("discardLegacyAnswers") or False
-    for secret in secrets_of(keys, proof["actor"]):
-        signed = dict(actor=proof["actor"], secret=secret, exp=proof["exp"], execution=op.execution,
-                      parked_at=parked_at, discard=discard)
-        if sign(op.type, op.payload, **signed) == {k: proof.get(k) for k in ("actor", "exp", "signature")}:
-            # Through the one place proofs come from: a kernel that signs its own gets its own (harness/proofs.py).
-            again = proofs.sign(session, proofs.Claim(op.execution, parked_at, proof["actor"], proof["exp"], op.type,
-                                                      payload, discard), secret)
-            return {**(options or {}), "proof": {**proof, **again}} if again is not None else options
-    return options
+    claim = proofs.Claim(op.execution, parked_at, proof["actor"], proof["exp"], op.type, op.payload, discard)
+    secret = proofs.signer_of(session, claim, {k: proof.get(k) for k in ("actor", "exp", "signature")})
+    if secret is None:
+        return options
+    # Through the one place proofs come from: a kernel that signs its own gets its own (harness/proofs.py).
+    again = proofs.sign(session, replace(claim, payload=payload), secret)
+    return {**(options or {}), "proof": {**proof, **again}} if again is not None else options
 
 
 def run_on_reference(operations: list[Operation], transport: Any = None) -> ReplayResult:
