@@ -11,6 +11,7 @@ import pytest
 from loomcheck.cli import main
 from loomcheck.reports.catalogue_doc import render_docs
 from loomcheck.reports.model import Report
+from loomcheck.reports.regenerate import PEERS, RUNS
 from loomcheck.spec.catalogue import load_catalogue
 from loomcheck.spec.regressions import committed_regressions
 
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "invariants.md"
 REFERENCE_REPORT = ROOT / "reports" / "reference" / "report.json"
 # The committed reports the document shows: the reference through both transports, and the example adapter.
-COMMITTED = [ROOT / "reports" / name / "report.json" for name in ("reference", "reference-stdio", "node-example")]
+COMMITTED = [ROOT / "reports" / name / "report.json" for name, _ in RUNS]
 REGENERATE = ("run `loomcheck docs --report reports/reference/report.json --report reports/reference-stdio/report.json "
               "--report reports/node-example/report.json --out docs/invariants.md` from the repository root and commit "
               "the result")
@@ -90,7 +91,6 @@ def test_committed_matrix_is_up_to_date() -> None:
     """reports/matrix.html is what `loomcheck matrix` renders of the committed reports now."""
     from loomcheck.reports.html import render_matrix
     from loomcheck.reports.reading import read_report
-    from loomcheck.reports.regenerate import PEERS, RUNS
 
     reports_dir = ROOT / "reports"
     paths = [reports_dir / name / "report.json" for name, _ in RUNS] + \

@@ -28,9 +28,10 @@ def _with_own_proofs(driver: Any) -> Any:
     return wrap(driver) if callable(wrap) else driver
 
 
-def permute(inner: Any) -> Any:
-    """Any driver, permuted, view digests over a canonical JSON of its own included."""
-    return _with_own_proofs(OwnDigestsDriver(inner))
+def permute(inner: Any, own_digests: bool = True) -> Any:
+    """Any driver, permuted, view digests over a canonical JSON of its own included unless
+    `own_digests` is false (then loomcheck's bytes, and no profile disagreement)."""
+    return _with_own_proofs(OwnDigestsDriver(inner) if own_digests else PermutedDriver(inner))
 
 
 def make() -> Any:
@@ -43,7 +44,7 @@ def make_reference_digests() -> Any:
     """The permuted reference with loomcheck's canonical JSON bytes (no profile disagreement)."""
     from loomcheck.reference.driver import ReferenceDriver
 
-    return _with_own_proofs(PermutedDriver(ReferenceDriver(store="memory")))
+    return permute(ReferenceDriver(store="memory"), own_digests=False)
 
 
 LOOMCHECK_DIGESTS = "_with_loomcheck_digests"
@@ -58,7 +59,5 @@ def __getattr__(name: str) -> Callable[[], Any]:
     if name.startswith("__") or importlib.util.find_spec(f"mutants.{module}") is None:
         raise AttributeError(name)
     mutant = importlib.import_module(f"mutants.{module}")
-    if own_digests:
-        return lambda: permute(mutant.make())
-    return lambda: _with_own_proofs(PermutedDriver(mutant.make()))
+    return lambda: permute(mutant.make(), own_digests)
 
