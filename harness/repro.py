@@ -21,6 +21,7 @@ outcomes differ from the reference kernel's.
 
 from __future__ import annotations
 
+import keyword
 import re
 import shlex
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from loomcheck.harness.replay import (ReplayResult, compare, difference_violatio
 from loomcheck.harness.script import (AdvanceClock, Configure, Define, Load, Operation, Recover,
                                       RecoverAbandoned, Restart, Resume, ResumeAs, Start, describe, from_model)
 from loomcheck.harness.session import Session, hello_of
+from loomcheck.harness.sourcetext import escaped
 from loomcheck.properties.explain import Explanation
 from loomcheck.spec.regressions import RegressionLog
 
@@ -177,13 +179,16 @@ def _expected_without_explanation(finding: Finding) -> str:
 def python_script(log: RegressionLog, impl: str, operations: list[Operation], finding: Finding) -> str:
     why = finding.explanation
     expected = (why.expected or why.rule or "") if why else ""
+    # Every value the counterexample brings is a literal (repr) on a code line, or escaped in
+    # a comment or the docstring: an execution id must not end either and run as code.
+    found = f"{why.invariant} ({why.where})" if why else ", ".join(log.invariants)
     lines = [
-        '"""Reproduces ' + (f"{why.invariant} ({why.where})" if why else ", ".join(log.invariants)) + f" on {impl}.",
+        f'"""Reproduces {escaped(found)} on {escaped(impl)}.',
         "",
         "Written by `loomcheck repro`; runs without loomcheck's harness. Exit status 1: it still",
         "reproduces; 0: it no longer does.",
         "",
-        *(_comment_safe(why.text()).splitlines() if why else []),
+        *(escaped(line) for line in (why.text().split("\n") if why else [])),
         '"""',
         "",
         "import sys",
@@ -205,7 +210,7 @@ def python_script(log: RegressionLog, impl: str, operations: list[Operation], fi
         "outcomes = []",
     ]
     for number, op in enumerate(operations, start=1):
-        lines += [f"# {number}. {describe(op)}".replace("\n", " "), *_calls(op)]
+        lines += [f"# {number}. {escaped(describe(op))}", *_calls(op)]
     lines += [
         "",
         f"EXECUTIONS = {finding.executions!r}",
@@ -253,8 +258,15 @@ def _factory_import(impl: str) -> list[str]:
                 f"_spec = importlib.util.spec_from_file_location('kernel', {str(Path(module).resolve())!r})",
                 "_module = importlib.util.module_from_spec(_spec)",
                 "_spec.loader.exec_module(_module)",
-                f"make = _module.{factory}"]
-    return [f"from {module} import {factory} as make"]
+                f"make = getattr(_module, {factory!r})"]
+    if all(_is_name(part) for part in module.split(".")) and _is_name(factory):
+        return [f"from {module} import {factory} as make"]
+    # Not a name Python's import statement spells (the importer took it): a literal, not source.
+    return ["import importlib", f"make = getattr(importlib.import_module({module!r}), {factory!r})"]
+
+
+def _is_name(text: str) -> bool:
+    return text.isidentifier() and not keyword.iskeyword(text) and text.isascii()
 
 
 def _calls(op: Operation) -> list[str]:
@@ -286,10 +298,6 @@ def _calls(op: Operation) -> list[str]:
     return [f"outcomes.append(label({call}))", "print(outcomes[-1])"]
 
 
-def _comment_safe(text: str) -> str:
-    return text.replace('"""', "'''").replace("\\", "\\\\")
-
-
 # -- the driver protocol ------------------------------------------------------------------
 def _write_exchange(driver: Any, log: RegressionLog, finding: Finding, out: Path) -> list[Path]:
     launches = sorted({launch for launch, _, _ in driver.transcript})
@@ -308,11 +316,12 @@ def _write_exchange(driver: Any, log: RegressionLog, finding: Finding, out: Path
 
 def shell_script(command: str, log: RegressionLog, finding: Finding, parts: int) -> str:
     why = finding.explanation
-    comments = [f"# {line}" for line in (why.text().splitlines() if why else [", ".join(log.invariants)])]
+    # Comments and printed text escaped (harness/sourcetext.py): an id must not end a comment.
+    comments = [f"# {escaped(line)}" for line in (why.text().split("\n") if why else [", ".join(log.invariants)])]
     expected = (why.expected or why.rule or "") if why else "the reference kernel's answers"
     return "\n".join([
         "#!/bin/sh",
-        f"# Reproduces {', '.join(log.invariants)} on: {command}",
+        f"# Reproduces {escaped(', '.join(log.invariants))} on: {escaped(command)}",
         "# Written by `loomcheck repro`: the exact exchange loomcheck had with the implementation, one",
         "# requests-N.jsonl per process it started (a kill starts the next one on the same store).",
         "# Exit status 1: the implementation answers as it did when loomcheck found the failure.",
@@ -325,8 +334,9 @@ def shell_script(command: str, log: RegressionLog, finding: Finding, parts: int)
         f'  {command} < "$here/requests-$part.jsonl" > "$here/got-$part.jsonl" 2> "$here/stderr-$part.txt"',
         "done",
         'rm -rf "$LOOMCHECK_STORE_DIR"',
-        f"echo {shlex.quote('expected: ' + expected)}",
-        f"echo {shlex.quote('when found: ' + (why.claim if why else 'see answers-N.jsonl'))}",
+        # printf, not echo: sh's echo would read the text's backslashes as escapes.
+        f"printf '%s\\n' {shlex.quote('expected: ' + escaped(expected))}",
+        f"printf '%s\\n' {shlex.quote('when found: ' + escaped(why.claim if why else 'see answers-N.jsonl'))}",
         "same=1",
         f"for part in $(seq 1 {parts}); do",
         '  cmp -s "$here/answers-$part.jsonl" "$here/got-$part.jsonl" || same=0',

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loomcheck.harness.script import Define, Recover, RecoverAbandoned, Resume, Start
+from loomcheck.harness.sourcetext import escaped
 from loomcheck.spec.programs import (CompleteOp, EmitOp, FlowProgram, InputOp, ObserveOp, StepOp, SuspendOp)
 from loomcheck.spec.vocabulary import vocabulary
 
@@ -223,7 +224,7 @@ def body_lines(translation: Translation, program: FlowProgram, execution: str = 
     point = 0
     for op in program.body:
         if isinstance(op, StepOp):
-            lines.append(f"{translation.step(op)}  # step {op.id}")
+            lines.append(f"{translation.step(op)}  # step {escaped(op.id)}")
         elif isinstance(op, SuspendOp):
             condition = {**{k: v for k, v in (op.meta or {}).items() if k != "stepId"}, "on": op.on}
             lines.append(f"passed.append(({point}, {op.on!r}, {translation.gate(point, condition)}))  # gate {point}")
@@ -255,16 +256,15 @@ def flow_name(index: int) -> str:
 
 
 def docstring(translation: Translation, found: Found, source: str) -> list[str]:
-    # ASCII throughout: a hostile name (a lone surrogate) cannot be written as UTF-8.
-    text = ascii_only(found.explanation.replace("\\", "\\\\").replace('"""', "'''"))
+    # Every value escaped (harness/sourcetext.py): no name may close the docstring and run as code.
     return [
-        f'"""Reproduces {found.invariant} ({found.where}) on {translation.peer}, in its own API.',
+        f'"""Reproduces {escaped(found.invariant)} ({escaped(found.where)}) on {translation.peer}, in its own API.',
         "",
-        f"Written by `loomcheck repro` from {source}. Needs only: {translation.install}",
+        f"Written by `loomcheck repro` from {escaped(source)}. Needs only: {translation.install}",
         "Exit status 1 while it reproduces, 0 once it does not (then re-run loomcheck on the peer).",
         "`python this.py FILE` also writes the outcomes and logs it saw as JSON.",
         "",
-        *text.splitlines(),
+        *(escaped(line) for line in found.explanation.split("\n")),
         '"""',
     ]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from loomcheck.adapters.scripts import Translation, crash_attempts
+from loomcheck.harness.sourcetext import escaped
 from loomcheck.spec.programs import StepOp
 
 JSON = Any
@@ -440,7 +441,7 @@ class DbosScript(Translation):
         # body_lines() asked for this flow's gates (gate() below) just before this call.
         gates, self._gates = self._gates, []
         return [f"@flow(gates={gates!r})",
-                f"def {name}(x, flow_input):  # flow {flow_id!r}, run by loomcheck_flow",
+                f"def {name}(x, flow_input):  # flow '{escaped(flow_id)}', run by loomcheck_flow",
                 *body]
 
     def step(self, op: StepOp) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from loomcheck.adapters.scripts import Translation, crash_attempts
+from loomcheck.harness.sourcetext import escaped
 from loomcheck.spec.programs import StepOp
 from loomcheck.spec.vocabulary import vocabulary
 
@@ -189,7 +190,7 @@ class LangGraphScript(Translation):
 
     def flow(self, flow_id: str, name: str, body: list[str]) -> list[str]:
         return ["@entrypoint(checkpointer=saver)",
-                f"def {name}(start):  # flow {flow_id!r}; the input travels as {{'input': value}}",
+                f"def {name}(start):  # flow '{escaped(flow_id)}'; the input travels as {{'input': value}}",
                 "    x = thread()",
                 *body]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from loomcheck.adapters.scripts import Translation, crash_attempts
+from loomcheck.harness.sourcetext import escaped
 from loomcheck.spec.programs import StepOp
 
 JSON = Any
@@ -290,7 +291,7 @@ class LlamaIndexScript(Translation):
         return SETUP.strip("\n").splitlines()
 
     def flow(self, flow_id: str, name: str, body: list[str]) -> list[str]:
-        return [f"class {name}(Workflow):  # flow {flow_id!r}: one step, re-run by LlamaIndex from its top",
+        return [f"class {name}(Workflow):  # flow '{escaped(flow_id)}': one step, re-run by LlamaIndex from its top",
                 "    @step",
                 "    async def flow(self, ctx: Context, ev: StartEvent) -> StopEvent:",
                 "        input = await begin_run(self.execution, ctx, ev)",

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from loomcheck.adapters.scripts import Translation, crash_attempts
+from loomcheck.harness.sourcetext import escaped
 from loomcheck.spec.programs import StepOp
 from loomcheck.spec.vocabulary import vocabulary
 
@@ -401,7 +402,7 @@ class PrefectScript(Translation):
         # Every construct carries the deployment's flow name: each is a version of the one flow
         # the deployment's flow runs run, picked by the run's flowId (the adapter's one @flow).
         return ["@flow(name=FLOW_NAME, persist_result=True, validate_parameters=False)",
-                f"def {name}(execution, flowId, input):  # flow {flow_id!r}; every run of it starts at the top",
+                f"def {name}(execution, flowId, input):  # flow '{escaped(flow_id)}'; every run of it starts at the top",
                 "    x = execution",
                 *body]
 
