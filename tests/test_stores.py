@@ -112,11 +112,22 @@ def test_file_database_uses_wal_and_busy_timeout(db_path: Path) -> None:
         conn = store._conn
         assert conn is not None
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+        # FULL: every commit synced, so an acknowledged event survives a power loss (docs/stores.md)
+        assert conn.execute("PRAGMA synchronous").fetchone() == (2,)
         assert conn.execute("PRAGMA busy_timeout").fetchone() == (5000,)
         assert conn.isolation_level is None
     finally:
         store.close()
+
+
+def test_normal_synchronous_is_an_explicit_option(db_path: Path) -> None:
+    store = SqliteEventStore(db_path, synchronous="NORMAL")
+    try:
+        assert store._conn is not None and store._conn.execute("PRAGMA synchronous").fetchone() == (1,)
+    finally:
+        store.close()
+    with pytest.raises(ValueError, match="FULL, NORMAL"):
+        SqliteEventStore(db_path, synchronous="OFF")  # type: ignore[arg-type]
 
 
 def test_operations_after_close_raise(db_path: Path) -> None:

@@ -4,6 +4,12 @@ Same interface and behaviour as `InMemoryEventStore`; in addition several store
 objects (threads or processes) may share one database file. Every append runs in
 one `BEGIN IMMEDIATE` transaction that re-reads the next sequence under the
 write lock, so a stale writer is refused and concurrent writers never interleave.
+
+Durability (docs/stores.md): a file database runs in WAL mode with `synchronous=FULL`
+by default, so SQLite syncs the WAL at every commit and an append that returned survives
+a power loss as well as a process crash. `synchronous="NORMAL"` is the explicit, faster
+option: per SQLite's documentation it survives an application crash, but a power loss
+may roll back the transactions committed since the last checkpoint.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence, get_args
 
 from loomcheck.reference.events import JSON, Event, loads
 from loomcheck.reference.stores.base import StaleAppendError, StoreError
@@ -47,12 +53,18 @@ BUSY_TIMEOUT_MS = 5000
 
 _NOT_A_FILE = {":memory:", ""}
 
+Synchronous = Literal["FULL", "NORMAL"]
+SYNCHRONOUS: tuple[str, ...] = get_args(Synchronous)
+
 
 class SqliteEventStore:
     """An `EventStore` in one SQLite database file (or ":memory:")."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: Synchronous = "FULL") -> None:
+        if synchronous not in SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {synchronous!r}")
         self._path = os.fspath(path)
+        self.synchronous = synchronous
         # One connection per store object, shared by its threads under a lock;
         # isolation_level=None so that transactions are exactly the ones we begin.
         self._lock = threading.RLock()
@@ -65,10 +77,11 @@ class SqliteEventStore:
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             if self._path not in _NOT_A_FILE:
-                # WAL lets readers proceed while one writer appends; NORMAL is
-                # durable across application crashes, which is what a log needs.
+                # WAL lets readers proceed while one writer appends. FULL syncs the WAL
+                # at each commit: an acknowledged event is on disk, not only in the OS's
+                # cache (NORMAL: lost on a power loss, kept on a process crash).
                 self._conn.execute("PRAGMA journal_mode = WAL")
-                self._conn.execute("PRAGMA synchronous = NORMAL")
+                self._conn.execute(f"PRAGMA synchronous = {synchronous}")
             for statement in SCHEMA:
                 self._conn.execute(statement)
         except sqlite3.Error as exc:
