@@ -78,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="run the catalogue against an implementation and print the conformance table")
-    run.add_argument("--impl", default="reference", help="reference (default, SQLite), reference:memory, python:MODULE:FACTORY, python:FILE.py:FACTORY or stdio:COMMAND (docs/protocol.md)")
+    run.add_argument("--impl", default="reference", help="reference (default, SQLite, synchronous=FULL), reference:sqlite:normal (synchronous=NORMAL: survives a process crash, not a power loss; docs/stores.md), reference:memory, python:MODULE:FACTORY, python:FILE.py:FACTORY or stdio:COMMAND (docs/protocol.md)")
     run.add_argument("--profile", default="ci", help="ci (default: fixed seeds, bounded), dev, campaign, peers-slow (a slow peer: 10 examples of 8 steps)")
     run.add_argument("--profile-checks", choices=("advisory", "strict"), default="advisory",
                      help="checks resting on a choice the ADRs leave open (spec/profiles.toml): advisory (default) "
@@ -99,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(command=_run)
 
     serve = commands.add_parser("serve", help="serve a Python kernel (the reference by default) over the driver protocol on stdin/stdout")
-    serve.add_argument("--impl", default="reference", help="reference (default: SQLite, durable under $LOOMCHECK_STORE_DIR), reference:memory or python:MODULE:FACTORY")
+    serve.add_argument("--impl", default="reference", help="reference (default: SQLite, durable under $LOOMCHECK_STORE_DIR, synchronous=FULL), reference:sqlite:normal (synchronous=NORMAL), reference:memory or python:MODULE:FACTORY")
     serve.set_defaults(command=_serve)
 
     rep = commands.add_parser("replay", help="re-run one regression log and show what differs")

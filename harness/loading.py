@@ -1,6 +1,9 @@
 """Turning `--impl` into a driver.
 
-    reference                  the reference kernel on its embedded SQLite store (default)
+    reference                  the reference kernel on its embedded SQLite store (default;
+                               also reference:sqlite), synchronous=FULL (docs/stores.md)
+    reference:sqlite:normal    the same with synchronous=NORMAL: durable across a process
+                               crash, not a power loss
     reference:memory           the reference kernel on the in-memory store
     python:MODULE:FACTORY      FACTORY() from an importable module (the current
                                directory is on the import path, as with `python -m`)
@@ -34,6 +37,11 @@ class TransportOptions:
     deadline: float | None = None  # time.monotonic() after which the run stops
 
 
+# The reference kernel's specs: each a factory of loomcheck.reference.driver.
+REFERENCE_FACTORIES = {"reference": "sqlite", "reference:sqlite": "sqlite", "reference:sqlite:full": "sqlite",
+                       "reference:sqlite:normal": "sqlite_normal", "reference:memory": "memory"}
+
+
 class ImplementationSpecError(Exception):
     """`--impl` names nothing we can load; the message says why and what to write."""
 
@@ -57,7 +65,7 @@ def peer_target(spec: str) -> str:
 def check_spec(spec: str) -> None:
     """Raise ImplementationSpecError if `spec` is not of a form we know (a usage error,
     as opposed to a kernel that fails to load, which is a finding of the run)."""
-    if spec in ("reference", "reference:sqlite", "reference:memory"):
+    if spec in REFERENCE_FACTORIES:
         return
     spec = peer_target(spec)
     if spec.startswith("stdio:"):
@@ -72,7 +80,8 @@ def check_spec(spec: str) -> None:
         return
     if not spec.startswith("python:"):
         raise ImplementationSpecError(
-            f"--impl {spec!r}: expected 'reference', 'reference:memory', 'python:MODULE:FACTORY', 'stdio:COMMAND' "
+            f"--impl {spec!r}: expected 'reference', 'reference:sqlite:normal', 'reference:memory', "
+            f"'python:MODULE:FACTORY', 'stdio:COMMAND' "
             f"or a peer: langgraph, llamaindex, dbos, prefect")
     target, _, factory_name = spec[len("python:"):].rpartition(":")
     if not target or not factory_name:
@@ -88,14 +97,10 @@ def resolve_factory(spec: str, transport: TransportOptions | None = None) -> Cal
         options = transport or TransportOptions()
         limits = Limits(timeout=options.timeout, max_line=options.max_line, restarts=options.restarts)
         return lambda: StdioDriver(spec[len("stdio:"):], limits, validate=options.validate, deadline=options.deadline)
-    if spec in ("reference", "reference:sqlite"):
-        from loomcheck.reference.driver import sqlite
+    if spec in REFERENCE_FACTORIES:
+        from loomcheck.reference import driver
 
-        return sqlite
-    if spec == "reference:memory":
-        from loomcheck.reference.driver import memory
-
-        return memory
+        return getattr(driver, REFERENCE_FACTORIES[spec])
     target, _, factory_name = spec[len("python:"):].rpartition(":")
     module = _import(target, spec)
     factory = getattr(module, factory_name, None)

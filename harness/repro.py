@@ -245,11 +245,12 @@ def python_script(log: RegressionLog, impl: str, operations: list[Operation], fi
 
 
 def _factory_import(impl: str) -> list[str]:
-    if impl in ("reference", "reference:sqlite"):
-        return ["from loomcheck.reference.driver import sqlite as make  # the reference kernel, on SQLite"]
-    if impl == "reference:memory":
-        return ["from loomcheck.reference.driver import memory as make  # the reference kernel, in memory"]
-    from loomcheck.harness.loading import peer_target
+    from loomcheck.harness.loading import REFERENCE_FACTORIES, peer_target
+
+    if impl in REFERENCE_FACTORIES:
+        factory = REFERENCE_FACTORIES[impl]
+        where = "in memory" if factory == "memory" else "on SQLite"
+        return [f"from loomcheck.reference.driver import {factory} as make  # the reference kernel, {where}"]
 
     target = peer_target(impl)
     module, _, factory = target[len("python:"):].rpartition(":")

@@ -2,6 +2,8 @@
 
 `ReferenceDriver()` uses the embedded default store, SQLite, in a private
 temporary file; `ReferenceDriver(store="memory")` is the fast in-memory one.
+`synchronous` is the SQLite store's durability (docs/stores.md): FULL, the default
+for a store in `directory`, survives a power loss; NORMAL only a process crash.
 The seams `runtime_class` and `context_class` let the project's tests build
 seeded mutants of the reference without copying it.
 """
@@ -14,7 +16,7 @@ import shutil
 import signal
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from pydantic import ValidationError
 
@@ -34,6 +36,9 @@ from loomcheck.spec.programs import FlowProgram
 from loomcheck.spec.versions import code_version
 from loomcheck.spec.vocabulary import vocabulary
 
+if TYPE_CHECKING:
+    from loomcheck.reference.stores.sqlite import Synchronous
+
 FEATURES = ["fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
             "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard", "view-digest", "timers",
             "security", "code-versions", "state-migration", "legacy-scan", "retention"]
@@ -46,11 +51,16 @@ class ReferenceDriver:
     name = "loomcheck-reference"
 
     def __init__(self, store: str | EventStore = "sqlite", *, directory: str | None = None,
+                 synchronous: Synchronous | None = None,
                  runtime_class: Callable[..., Runtime] = Runtime,
                  context_class: Callable[..., FlowContext] = FlowContext,
                  handlers: Mapping[str, Handler] = HANDLERS) -> None:
         self._tmpdir: str | None = None
-        self.durable = Durable(Path(directory)) if directory and store == "sqlite" else None
+        # A store in a directory outlives the process: FULL, so no acknowledged event is lost
+        # even to a power loss. The private temporary one is deleted at close and never
+        # reopened, so nothing a sync keeps could ever be read: NORMAL, unless told otherwise.
+        self.synchronous: Synchronous = synchronous or ("FULL" if directory else "NORMAL")
+        self.durable = Durable(Path(directory), fsync=self.synchronous == "FULL") if directory and store == "sqlite" else None
         self.store = self._make_store(store)
         self.handlers = handlers
         self.world = World()  # the outside world effects act on; a crash does not reset it
@@ -74,9 +84,9 @@ class ReferenceDriver:
             from loomcheck.reference.stores.sqlite import SqliteEventStore
 
             if self.durable is not None:
-                return SqliteEventStore(self.durable.directory / "events.db")
+                return SqliteEventStore(self.durable.directory / "events.db", synchronous=self.synchronous)
             self._tmpdir = tempfile.mkdtemp(prefix="loomcheck-ref-")
-            return SqliteEventStore(os.path.join(self._tmpdir, "events.db"))
+            return SqliteEventStore(os.path.join(self._tmpdir, "events.db"), synchronous=self.synchronous)
         raise ValueError(f"unknown store {store!r} (use 'sqlite' or 'memory')")
 
     # -- the driver interface ----------------------------------------------------
@@ -267,13 +277,19 @@ class Durable:
     """What a durable reference keeps beside its SQLite store, so that a new process on
     the same directory finds it again: the outside world's ledger of effects and the
     operator's warnings (appended a line at a time, flushed, so a SIGKILL loses none
-    that was written) and the deployment's clock."""
+    that was written) and the deployment's clock. With `fsync` (the store's FULL) every
+    write is also on disk before it returns, so a power loss loses none either: the
+    file, and its directory when a file is created or renamed into place."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, fsync: bool = True) -> None:
+        created = not directory.exists()
         directory.mkdir(parents=True, exist_ok=True)
+        if created and fsync:
+            sync_directory(directory.parent)
         self.directory = directory
-        self.ledger = JsonLines(directory / "effects.jsonl")
-        self.warnings = JsonLines(directory / "warnings.jsonl")
+        self.fsync = fsync
+        self.ledger = JsonLines(directory / "effects.jsonl", fsync=fsync)
+        self.warnings = JsonLines(directory / "warnings.jsonl", fsync=fsync)
 
     def clock(self, default: int) -> int:
         try:
@@ -283,8 +299,14 @@ class Durable:
 
     def save_clock(self, now_ms: int) -> None:
         tmp = self.directory / "clock.json.tmp"
-        tmp.write_text(str(now_ms), encoding="utf-8")
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write(str(now_ms))
+            out.flush()
+            if self.fsync:
+                os.fsync(out.fileno())  # the new content on disk before the rename makes it the clock
         os.replace(tmp, self.directory / "clock.json")
+        if self.fsync:
+            sync_directory(self.directory)  # the rename itself
 
     def clear(self, now_ms: int) -> None:
         self.ledger.clear()
@@ -297,31 +319,53 @@ class Durable:
 
 
 class JsonLines(list):  # type: ignore[type-arg]
-    """A list that is also a file of JSON lines: every append is written through."""
+    """A list that is also a file of JSON lines: every append is written through (and,
+    with `fsync`, synced)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, fsync: bool = True) -> None:
         super().__init__()
         self.path = path
-        if path.exists():
+        self.fsync = fsync
+        existed = path.exists()
+        if existed:
             for line in path.read_text(encoding="utf-8").splitlines():
                 try:
                     super().append(json.loads(line))
                 except ValueError:
                     break  # a line cut short by a kill: the ones before it are whole
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held for the driver's life
+        if fsync and not existed:
+            sync_directory(path.parent)  # the new file's name
 
     def append(self, item: Any) -> None:
         super().append(item)
         self._file.write(json.dumps(item, ensure_ascii=False) + "\n")
-        self._file.flush()
+        self._written()
 
     def clear(self) -> None:
         super().clear()
         self._file.truncate(0)
+        self._written()
+
+    def _written(self) -> None:
         self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
 
     def close(self) -> None:
         self._file.close()
+
+
+def sync_directory(directory: Path) -> None:
+    """fsync a directory, so a file created or renamed in it is there after a power loss.
+    POSIX only: elsewhere a directory cannot be opened to sync it."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def memory() -> ReferenceDriver:
@@ -330,6 +374,13 @@ def memory() -> ReferenceDriver:
 
 
 def sqlite() -> ReferenceDriver:
-    """Factory for `--impl python:loomcheck.reference.driver:sqlite` (the default). Durable
-    under LOOMCHECK_STORE_DIR when the harness sets it (docs/protocol.md)."""
+    """Factory for `--impl reference` / `reference:sqlite` (the default). Durable under
+    LOOMCHECK_STORE_DIR when the harness sets it (docs/protocol.md), synchronous=FULL."""
     return ReferenceDriver(store="sqlite", directory=os.environ.get("LOOMCHECK_STORE_DIR") or None)
+
+
+def sqlite_normal() -> ReferenceDriver:
+    """Factory for `--impl reference:sqlite:normal`: as `sqlite`, with synchronous=NORMAL and
+    the ledger and clock files unsynced: durable across a process crash, not a power loss."""
+    return ReferenceDriver(store="sqlite", directory=os.environ.get("LOOMCHECK_STORE_DIR") or None,
+                           synchronous="NORMAL")
