@@ -60,8 +60,11 @@ CPUS = 2                   # the issue's target is "on 2 cores"
 SUITE_LIMIT = 120.0        # seconds, per whole CI profile
 STDIO_LIMIT = 3.0          # stdio / in process, per operation
 SUITE_TIMEOUT = 600.0      # a hung run is a failed figure, not a hung benchmark
-STDIO_IMPL = "stdio:" + shlex.join([sys.executable, "-m", "loomcheck", "serve"])
-STORES = (("reference:memory", "memory"), ("reference", "sqlite"))
+# Served with synchronous=NORMAL, as the main job in CI serves it (tests/test_cli.py), and as the
+# in-process reference's private store is: the figures compare transports, not fsyncs (docs/stores.md).
+SERVE = [sys.executable, "-m", "loomcheck", "serve"]
+STDIO_IMPL = "stdio:" + shlex.join([*SERVE, "--impl", "reference:sqlite:normal"])
+STORES = (("reference:memory", "memory"), ("reference:sqlite:normal", "sqlite"))
 
 
 # -- item 4: per operation -------------------------------------------------------------
@@ -97,7 +100,7 @@ def per_operation(make: Callable[[], Any], gates: int, rounds: int) -> float:
 
 
 def served(store: str) -> StdioDriver:
-    return StdioDriver(STDIO_IMPL[len("stdio:"):] + " --impl " + shlex.quote(store))
+    return StdioDriver(shlex.join([*SERVE, "--impl", store]))
 
 
 def per_operation_figures(quick: bool) -> list[Figure]:

@@ -71,7 +71,9 @@ def test_main_job_on_the_reference_through_the_installed_command(tmp_path: Path)
 
     # The same job through the other transport: the reference served over the driver
     # protocol (docs/protocol.md) gives the same report, invariant by invariant.
-    serve = "stdio:" + shlex.join([sys.executable, "-m", "loomcheck", "serve"])
+    # synchronous=NORMAL (docs/stores.md): this run checks the protocol, not a power loss, and the
+    # default FULL syncs every append of the run (twice its time on a shared machine's disk).
+    serve = "stdio:" + shlex.join([sys.executable, "-m", "loomcheck", "serve", "--impl", "reference:sqlite:normal"])
     over_stdio = subprocess.run([sys.executable, "-m", "loomcheck", "run", "--impl", serve, "--report",
                                  str(tmp_path / "stdio")], capture_output=True, text=True, timeout=300)
     assert over_stdio.returncode == 0, over_stdio.stdout + over_stdio.stderr
