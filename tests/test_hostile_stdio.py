@@ -207,6 +207,17 @@ def test_unread_bytes_are_bounded_and_the_reader_stops(tmp_path: Path, pids: Pid
     assert process.bytes_read <= limits.pending_bound + MAX_LINE + 2 * CHUNK
 
 
+# -- a request to a child that does not read its stdin: the write gives up at its timeout ------------
+def test_a_request_the_child_never_reads_is_not_a_blocked_write(tmp_path: Path, pids: Pids) -> None:
+    program = tmp_path / "deaf.py"
+    program.write_text(PRELUDE + "time.sleep(60)\n", encoding="utf-8")
+    process = _Process([sys.executable, "-I", "-S", str(program)], dict(os.environ), Limits())
+    try:
+        assert process.send(b"[" * (4 * 1024 * 1024) + b"\n", 0.5) is False  # far more than a pipe holds
+    finally:
+        process.kill()
+
+
 # -- answers are bounded data before anything looks at them --------------------------------------
 @pytest.mark.parametrize("levels", [255, 256, 257, 2_000, 100_000, 5_000_000])
 def test_an_answer_is_parsed_within_a_bound_on_depth(levels: int) -> None:
