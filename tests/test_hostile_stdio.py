@@ -57,45 +57,44 @@ def after_hello():
 record(os.getpid())
 '''
 
-PROGRAMS = {
-    # A child keeps stdin, stdout and stderr open; the program itself exits at once.
-    "fork-then-exit": '''
+# A child keeps stdin, stdout and stderr open; the program itself exits at once.
+FORK_THEN_EXIT = '''
 after_hello()
 record(subprocess.Popen(["sleep", "60"]).pid)
 sys.exit(3)
-''',
-    # Lines nobody asked for, from the first instant, forever.
-    "pure-flood": '''
+'''
+# Lines nobody asked for, from the first instant, forever.
+PURE_FLOOD = '''
 while True:
     send(b'{"id":0,"result":null}\\n' * 64)
-''',
-    # Few lines, each under --max-line, together far beyond the bound on unread bytes.
-    "byte-flood": '''
+'''
+# Few lines, each under --max-line, together far beyond the bound on unread bytes.
+BYTE_FLOOD = '''
 line = b'{"id":0,"result":"' + b"x" * 900_000 + b'"}\\n'
 for _ in range(16):
     send(line)
 time.sleep(60)
-''',
-    # A well-formed hello in UTF-16 (big-endian, no BOM: its "\\n" ends a line where UTF-8's would).
-    "utf-16": '''
+'''
+# A well-formed hello in UTF-16 (big-endian, no BOM: its newline ends a line where UTF-8's would).
+UTF_16 = '''
 for raw in sys.stdin.buffer:
     answer(json.loads(raw), HELLO, "utf-16-be")
-''',
-    "slow-answer": '''
+'''
+SLOW_ANSWER = '''
 after_hello()
 time.sleep(60)
-''',
-    "oversized-line": '''
+'''
+OVERSIZED_LINE = '''
 message = after_hello()
 answer(message, "x" * (2 * 1024 * 1024))
 time.sleep(60)
-''',
-}
+'''
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
+    program: str         # Python run after PRELUDE, or "fake:MODE" for tests/fakes/stdio_kernel.py
     reason: str          # the finding's reason
     says: str            # a pattern its message must match
     exit_code: int       # of `loomcheck run`
@@ -105,18 +104,21 @@ class Case:
     children: int = 0    # processes the subject starts besides its own
 
 
+# A fault after hello ends the state machine with a finding, and the run completes without what needs the
+# process (report complete); a fault at hello leaves nothing to run (report partial).
 CASES = [
-    Case("fork-then-exit", "crash", r"died during \S+ \(request \d+\): exit status 3; a process it started "
-                                    r"holds its stdout", 2, True, children=1),
-    Case("pure-flood", "flood", r"hello \(request 1\): .*nobody asked for", 2, False),
-    Case("byte-flood", "flood", r"hello \(request 1\): .*nobody asked for", 2, False),
-    Case("utf-16", "garbage", r"hello \(request 1\).*not UTF-8: it holds NUL bytes \(UTF-16 or UTF-32\?\)", 2,
-         False),
-    # The fake kernel (tests/fakes/stdio_kernel.py) answers one read-log 2 000 deep, then behaves: the run goes on.
-    Case("deep-payload", "invalid-message", r"read-log \(request \d+\): the answer is nested deeper than 256 "
-                                            r"arrays/objects", 2, True, [STATEFUL], 1),
-    Case("slow-answer", "hang", r"no answer to \S+ \(request \d+\) within 2 s \(--timeout\)", 2, True),
-    Case("oversized-line", "oversized", r"wrote a line longer than 1048576 bytes \(--max-line\)", 2, True),
+    Case("fork-then-exit", FORK_THEN_EXIT, "crash",
+         r"died during \S+ \(request \d+\): exit status 3; a process it started holds its stdout", 2, True, children=1),
+    Case("pure-flood", PURE_FLOOD, "flood", r"hello \(request 1\): .*nobody asked for", 2, False),
+    Case("byte-flood", BYTE_FLOOD, "flood", r"hello \(request 1\): .*nobody asked for", 2, False),
+    Case("utf-16", UTF_16, "garbage", r"hello \(request 1\).*not UTF-8: it holds NUL bytes \(UTF-16 or UTF-32\?\)",
+         2, False),
+    # One read-log answered 2 000 deep, then a kernel that behaves: the run goes on with a new process.
+    Case("deep-payload", "fake:deep", "invalid-message",
+         r"read-log \(request \d+\): the answer is nested deeper than 256 arrays/objects", 2, True, [STATEFUL], 1),
+    Case("slow-answer", SLOW_ANSWER, "hang", r"no answer to \S+ \(request \d+\) within 2 s \(--timeout\)", 2, True),
+    Case("oversized-line", OVERSIZED_LINE, "oversized", r"wrote a line longer than 1048576 bytes \(--max-line\)", 2,
+         True),
 ]
 
 
@@ -159,10 +161,10 @@ def pids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pids]:
 
 
 def command(case: Case, tmp_path: Path) -> str:
-    if case.name == "deep-payload":
-        return shlex.join([sys.executable, str(FAKE), "deep"])
+    if case.program.startswith("fake:"):
+        return shlex.join([sys.executable, str(FAKE), case.program[len("fake:"):]])
     program = tmp_path / f"{case.name}.py"
-    program.write_text(PRELUDE + PROGRAMS[case.name], encoding="utf-8")
+    program.write_text(PRELUDE + case.program, encoding="utf-8")
     return shlex.join([sys.executable, "-I", "-S", str(program)])  # -I -S: a start of milliseconds
 
 
@@ -188,7 +190,7 @@ def test_a_hostile_subject_is_a_finding_and_the_run_ends(case: Case, tmp_path: P
 # -- the bound on unread bytes: the reader stops reading, memory does not grow ----------------
 def test_unread_bytes_are_bounded_and_the_reader_stops(tmp_path: Path, pids: Pids) -> None:
     program = tmp_path / "byte-flood.py"
-    program.write_text(PRELUDE + PROGRAMS["byte-flood"], encoding="utf-8")
+    program.write_text(PRELUDE + BYTE_FLOOD, encoding="utf-8")
     limits = Limits(max_line=MAX_LINE)
     process = _Process([sys.executable, "-I", "-S", str(program)], dict(os.environ), limits)
     try:
