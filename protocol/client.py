@@ -1,17 +1,21 @@
 """The stdio transport: a driver (harness/driver.py) that runs an implementation
 as a child process and speaks the driver protocol to it (docs/protocol.md).
 
-The child is untrusted. Whatever it does (hang, die, write garbage, answer the
-wrong request, write a line without end, flood stdout or stderr, change its
-hello) becomes an `ImplementationFailed` with a `reason`, never a hang or a
-traceback of the harness. The process is then killed; the next call starts a
-new one, within a budget of restarts, after which the run stops (`RunAborted`)
-and its report says it is partial."""
+The child is untrusted. Whatever it does (hang, die, exit leaving a process it
+started holding its pipes, write garbage or another encoding than UTF-8, answer
+the wrong request or too deeply, write a line without end, flood stdout or
+stderr with lines or bytes, change its hello) becomes an `ImplementationFailed`
+with a `reason`, never a hang, a traceback of the harness, or memory without
+bound: every wait has a timeout, and what is read unasked is bounded. The
+process is then killed; the next call starts a new one, within a budget of
+restarts, after which the run stops (`RunAborted`) and its report says it is
+partial."""
 
 from __future__ import annotations
 
 import os
 import queue
+import select
 import shlex
 import shutil
 import signal
@@ -20,8 +24,9 @@ import tempfile
 import threading
 import time
 from collections import deque
+from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from loomcheck.harness.driver import JSON, Outcome
 from loomcheck.harness.session import ImplementationFailed, RunAborted
@@ -29,6 +34,10 @@ from loomcheck.protocol import wire
 from loomcheck.protocol.messages import OUTCOMES, PROTOCOL
 
 MiB = 1024 * 1024
+CHUNK = 64 * 1024     # bytes read from a pipe at once: what a pipe's buffer holds
+POLL_SECONDS = 0.1    # how often a wait looks up from its queue: a reader told to stop, a leader gone
+FOLLOW_SECONDS = 0.2  # after a line that answers nothing: whether more come, unasked (a flood)
+HELD = "a process it started holds its stdout (its process group is killed)"
 
 
 @dataclass(frozen=True)
@@ -40,7 +49,15 @@ class Limits:
     restarts: int = 3              # new processes after the first, per run
     stderr_lines: int = 20         # kept for a crash report
     pending_lines: int = 1_000     # unread lines on stdout before it is a flood
+    pending_bytes: int | None = None  # unread bytes on stdout before it is a flood; None: twice max_line
+    max_depth: int = 256           # arrays/objects an answer may nest, itself included (docs/protocol.md)
+    max_values: int = 1_000_000    # JSON values in one answer
     hello_timeout: float = 60.0    # a slow start (an interpreter, a JIT) is not a hang
+    exit_grace: float = 0.5        # seconds the last lines of a leader that exited may take to arrive
+
+    @property
+    def pending_bound(self) -> int:
+        return self.pending_bytes if self.pending_bytes is not None else 2 * self.max_line
 
 
 @dataclass
@@ -50,65 +67,175 @@ class Fault:
 
 
 class _Process:
-    """One child: its pipes, a reader thread per stream, and nothing else."""
+    """One child: its pipes, a reader thread per stream, and nothing else. The readers
+    own stdout and stderr (they close them; closing a pipe a reader is blocked on
+    would wait for the reader, forever if a process the child started holds the
+    pipe); the caller owns stdin, written without blocking."""
 
     def __init__(self, argv: list[str], env: dict[str, str], limits: Limits) -> None:
         self.limits = limits
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=env, start_new_session=True)  # its own group: a kill reaches its children
+                                     env=env, start_new_session=True,  # its own group: a kill reaches its children
+                                     bufsize=0)  # raw pipes: nothing buffered that a close would have to flush
+        assert self.proc.stdin is not None
+        os.set_blocking(self.proc.stdin.fileno(), False)
         self.lines: queue.Queue[bytes | Fault] = queue.Queue()
         self.stderr: deque[str] = deque(maxlen=limits.stderr_lines)
-        threading.Thread(target=self._read_stdout, daemon=True).start()
+        self.stopping = threading.Event()
+        self._unread = threading.Lock()
+        self.unread_bytes = 0  # in lines queued and not taken
+        self.unread_lines = 0
+        self.peak_unread = 0
+        self.bytes_read = 0
+        self.stdout_reader = threading.Thread(target=self._read_stdout, daemon=True)
+        self.stdout_reader.start()
         self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._stderr_reader.start()
 
+    # -- the readers' side -------------------------------------------------------------
+    def _chunks(self, stream: Any) -> Iterator[bytes]:
+        """What the pipe holds, chunk by chunk, until its end or until told to stop; then it is closed."""
+        fd = stream.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        try:
+            while not self.stopping.is_set():
+                if not poller.poll(POLL_SECONDS * 1000):
+                    continue
+                try:
+                    chunk = os.read(fd, CHUNK)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                yield chunk
+        finally:
+            stream.close()
+
     def _read_stdout(self) -> None:
-        assert self.proc.stdout is not None
-        stream = self.proc.stdout
-        while True:
-            try:
-                line = stream.readline(self.limits.max_line + 1)
-            except (OSError, ValueError):
-                line = b""
-            if not line:
-                self.lines.put(Fault("crash", "closed its stdout"))
-                return
-            if not line.endswith(b"\n") and len(line) > self.limits.max_line:
-                self.lines.put(Fault("oversized", f"wrote a line longer than {self.limits.max_line} bytes "
-                                                  f"(--max-line); it begins {line[:80]!r}"))
-                return
-            if self.lines.qsize() >= self.limits.pending_lines:
-                self.lines.put(Fault("flood", f"wrote more than {self.limits.pending_lines} lines nobody asked for"))
-                return
-            self.lines.put(line)
+        with closing(self._chunks(self.proc.stdout)) as chunks:
+            self._lines_of(chunks)
+
+    def _lines_of(self, chunks: Iterator[bytes]) -> None:
+        partial = bytearray()
+        for chunk in chunks:
+            self.bytes_read += len(chunk)
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                line = bytes(partial) + chunk[start:end + 1] if partial else chunk[start:end + 1]
+                partial.clear()
+                start = end + 1
+                if len(line) - 1 > self.limits.max_line:
+                    return self._oversized(line)
+                if not self._enqueue(line):
+                    return
+            partial += chunk[start:]
+            if len(partial) > self.limits.max_line:
+                return self._oversized(bytes(partial[:80]))
+        if partial and not self._enqueue(bytes(partial)):  # a last line without its end
+            return
+        self.lines.put(Fault("crash", "closed its stdout"))
+
+    def _oversized(self, line: bytes) -> None:
+        self.lines.put(Fault("oversized", f"wrote a line longer than {self.limits.max_line} bytes "
+                                          f"(--max-line); it begins {line[:80]!r}"))
+
+    def _enqueue(self, line: bytes) -> bool:
+        """Queue a line, or a flood and False when the unread lines would pass a bound: the
+        reader then stops reading, so a child cannot make the harness hold more."""
+        bound = self.limits.pending_bound
+        with self._unread:
+            if self.unread_lines >= self.limits.pending_lines:
+                problem = f"wrote more than {self.limits.pending_lines} lines nobody asked for"
+            elif self.unread_lines and self.unread_bytes + len(line) > bound:
+                problem = f"wrote more than {bound} bytes nobody asked for (the bound on unread output)"
+            else:
+                self.unread_lines += 1
+                self.unread_bytes += len(line)
+                self.peak_unread = max(self.peak_unread, self.unread_bytes)
+                self.lines.put(line)
+                return True
+        self.lines.put(Fault("flood", problem))
+        return False
 
     def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in iter(lambda: self.proc.stderr.readline(8192), b""):  # type: ignore[union-attr]
-            self.stderr.append(raw.decode("utf-8", "replace").rstrip("\n")[:300])
+        partial = b""
+        with closing(self._chunks(self.proc.stderr)) as chunks:
+            for chunk in chunks:
+                *complete, partial = (partial[-8192:] + chunk).split(b"\n")
+                for raw in complete[-self.limits.stderr_lines:]:
+                    self.stderr.append(raw.decode("utf-8", "replace")[:300])
+        if partial:
+            self.stderr.append(partial[-8192:].decode("utf-8", "replace")[:300])
 
-    def send(self, line: bytes) -> None:
+    # -- the caller's side -------------------------------------------------------------
+    def send(self, line: bytes, timeout: float) -> bool:
+        """Write a request; False if the child did not read it within `timeout` (a full pipe
+        would block a plain write forever). OSError when stdin is closed."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write(line)
-        self.proc.stdin.flush()
+        fd = self.proc.stdin.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        view = memoryview(line)
+        end = time.monotonic() + timeout
+        while view:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            if poller.poll(min(left, POLL_SECONDS) * 1000):
+                try:
+                    view = view[os.write(fd, view):]
+                except BlockingIOError:
+                    pass
+        return True
+
+    def pending(self) -> bool:
+        return not self.lines.empty()
+
+    def take(self, timeout: float) -> bytes | Fault | None:
+        """The next line (or the fault that ended the reader) within `timeout`, else None.
+        A leader that exited is a crash even while a process it started keeps stdout open."""
+        end = time.monotonic() + timeout
+        exited: float | None = None
+        while True:
+            left = end - time.monotonic()
+            try:
+                item = self.lines.get(timeout=max(0.0, min(left, POLL_SECONDS)))
+            except queue.Empty:
+                if left <= POLL_SECONDS:
+                    return None
+                if exited is None and self.proc.poll() is not None:
+                    exited = time.monotonic()  # its last lines may still be in the pipe
+                elif exited is not None and time.monotonic() - exited >= self.limits.exit_grace:
+                    return Fault("crash", HELD)
+                continue
+            if isinstance(item, bytes):
+                with self._unread:
+                    self.unread_lines -= 1
+                    self.unread_bytes -= len(item)
+            return item
 
     def kill(self) -> None:
-        """SIGKILL to the whole group: no cleanup, as a machine losing power would do to it."""
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
+        """SIGKILL to the whole group: no cleanup, as a machine losing power would do to it.
+        The group outlives its leader while a process it started lives, so it is killed
+        even when the leader is already dead (the group's id cannot be reused meanwhile)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:  # the group is empty
+            pass
+        except PermissionError:
+            if self.proc.poll() is None:
                 self.proc.kill()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - a zombie the kernel will not reap
             pass
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
+        self.stopping.set()  # the readers close their pipes within POLL_SECONDS, whoever else holds them
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except OSError:
+            pass
 
     def exit_status(self) -> str:
         try:
@@ -234,7 +361,7 @@ class StdioDriver:
         if self.process is not None:
             try:
                 if self.process.proc.poll() is None:
-                    self.process.send(b'{"id":0,"op":"shutdown"}\n')
+                    self.process.send(b'{"id":0,"op":"shutdown"}\n', 2)
                     self.process.proc.wait(timeout=2)
             except (OSError, ValueError, subprocess.TimeoutExpired):
                 pass
@@ -265,53 +392,88 @@ class StdioDriver:
             line = wire.dumps(request) + b"\n"
         except (ValueError, TypeError, RecursionError) as exc:
             raise RunAborted("suite", f"loomcheck cannot write {label} as JSON: {exc}") from None
-        if not process.lines.empty():
-            stray = process.lines.get_nowait()
-            self._fault("flood", f"wrote {_what(stray)} before {label} was sent: nobody asked for it", label)
+        limit = self._limit(timeout)
+        end = time.monotonic() + limit
+        if process.pending():
+            self._stray(process, process.take(0), label)
         if self.transcript is not None:
             self.transcript.append((self.launches, "sent", line))
         try:
-            process.send(line)
+            written = process.send(line, limit)
         except (BrokenPipeError, OSError, ValueError):
             self._fault("crash", f"{label}: its stdin is closed ({process.exit_status()}){process.stderr_tail()}", label)
-        limit = timeout
-        if self.deadline is not None:
-            left = self.deadline - time.monotonic()
-            if left <= 0:
-                raise RunAborted("deadline", "the run's deadline passed")
-            limit = min(limit, left)
-        try:
-            item = process.lines.get(timeout=limit)
-        except queue.Empty:
-            if self.deadline is not None and time.monotonic() >= self.deadline:
-                process.kill()
-                self.process = None
-                raise RunAborted("deadline", f"the run's deadline passed while waiting for {label}") from None
-            self._fault("hang", f"no answer to {label} within {limit:g} s (--timeout)", label)
+        item = process.take(end - time.monotonic()) if written else None
+        if item is None:
+            self._no_answer(process, label, limit, written)
         if isinstance(item, Fault):
             if item.reason == "crash":
-                self._fault("crash", f"died during {label}: {process.exit_status()}{process.stderr_tail()}", label)
+                held = f"; {item.detail}" if item.detail == HELD else ""
+                self._fault("crash", f"died during {label}: {process.exit_status()}{held}{process.stderr_tail()}",
+                            label)
             self._fault(item.reason, item.detail, label)  # ImplementationFailed puts the label first
         if self.transcript is not None:
             self.transcript.append((self.launches, "received", item))
-        response = self._parse(item, label)
-        if response.get("id") != ident:
-            self._fault("wrong-id", f"answered {label} with id {response.get('id')!r}", label)
+        response = self._answer(process, item, ident, label)
         if self.validator is not None:
             problem = self.validator.response(response, op)
             if problem:
                 self._fault("invalid-message", problem, label)
         return self._result(response, op, label)
 
-    def _parse(self, line: bytes, label: str) -> dict[str, JSON]:
+    def _limit(self, timeout: float) -> float:
+        """Seconds one exchange may take: its timeout, within the run's deadline."""
+        if self.deadline is None:
+            return timeout
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise RunAborted("deadline", "the run's deadline passed")
+        return min(timeout, left)
+
+    def _no_answer(self, process: _Process, label: str, limit: float, written: bool) -> Any:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            process.kill()
+            self.process = None
+            raise RunAborted("deadline", f"the run's deadline passed while waiting for {label}")
+        what = "no answer to" if written else "did not read"
+        self._fault("hang", f"{what} {label} within {limit:g} s (--timeout)", label)
+
+    def _stray(self, process: _Process, item: bytes | Fault | None, label: str) -> Any:
+        """Something came while nobody asked: a line is a flood, the end of stdout a crash."""
+        if isinstance(item, Fault) and item.reason == "crash":
+            self._fault("crash", f"exited before {label} was sent ({process.exit_status()}){process.stderr_tail()}",
+                        label)
+        self._fault("flood", f"wrote {_what(item)} before {label} was sent: nobody asked for it", label)
+
+    def _answer(self, process: _Process, line: bytes, ident: int, label: str) -> dict[str, JSON]:
+        """The response to request `ident`. A line that answers nothing and is followed by
+        more, unasked, is a flood (a program printing forever), not one wrong answer."""
         try:
-            value = wire.loads(line)
-        except (ValueError, RecursionError) as exc:
-            self._fault("garbage", f"answered {label} with a line that is not JSON ({exc}): {line[:120]!r}", label)
+            response = self._parse(line, label)
+            if response.get("id") != ident:
+                raise ImplementationFailed(label, f"answered {label} with id {response.get('id')!r}", "wrong-id")
+            return response
+        except ImplementationFailed as wrong:
+            if wrong.reason in ("garbage", "wrong-id"):
+                follow = process.take(FOLLOW_SECONDS)
+                if isinstance(follow, bytes) or (isinstance(follow, Fault) and follow.reason != "crash"):
+                    self._fault("flood", f"answered {label} with more than one line, lines nobody asked for: "
+                                         f"{line[:80]!r}, then {_what(follow)}", label)
+            self._fault(wrong.reason or "garbage", wrong.detail, label)
+
+    def _parse(self, line: bytes, label: str) -> dict[str, JSON]:
+        """Bounded data first (docs/protocol.md): strict UTF-8, JSON, its depth and size."""
+        try:
+            value = wire.loads_answer(line, self.limits.max_depth, self.limits.max_values)
+        except wire.TooDeep as exc:
+            raise ImplementationFailed(label, f"{exc} (the bound on answers)", "invalid-message") from None
+        except ValueError as exc:
+            raise ImplementationFailed(label, f"answered {label} with a line that is not JSON ({exc}): "
+                                              f"{line[:120]!r}", "garbage") from None
         if not isinstance(value, dict):
-            self._fault("garbage", f"answered {label} with {_short(value)}, not a JSON object", label)
+            raise ImplementationFailed(label, f"answered {label} with {_short(value)}, not a JSON object", "garbage")
         if ("result" in value) == ("error" in value):
-            self._fault("garbage", f"answered {label} with neither or both of result and error: {_short(value)}", label)
+            raise ImplementationFailed(label, f"answered {label} with neither or both of result and error: "
+                                              f"{_short(value)}", "garbage")
         return value
 
     def _result(self, response: dict[str, JSON], op: str, label: str) -> JSON:
@@ -444,7 +606,9 @@ def _hello_problem(hello: JSON) -> str | None:
     return None
 
 
-def _what(item: bytes | Fault) -> str:
+def _what(item: bytes | Fault | None) -> str:
+    if item is None:
+        return "nothing"
     return item.detail if isinstance(item, Fault) else repr(item[:80])
 
 

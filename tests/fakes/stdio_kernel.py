@@ -87,6 +87,15 @@ def invalid(message: dict, response: dict) -> None:
     send(wire.dumps({**response, "result": events}))
 
 
+def deep(message: dict, response: dict) -> None:
+    """Answers a read-log with its first event's payload nested 2 000 arrays deep."""
+    payload: list | int = 0
+    for _ in range(2_000):
+        payload = [payload]
+    events = [{**response["result"][0], "payload": payload}, *response["result"][1:]]
+    send(wire.dumps({**response, "result": events}))
+
+
 def bad_hello(message: dict, response: dict) -> None:
     """Answers hello in another version of the protocol."""
     send(wire.dumps({**response, "result": {**response["result"], "protocol": "loomcheck-driver/2"}}))
@@ -112,6 +121,7 @@ FAULTS = {
     "flood": ("resume", flood),
     "exit-between": ("resume", exit_between),
     "invalid": ("read-log", invalid),
+    "deep": ("read-log", deep),
     "bad-hello": ("hello", bad_hello),
     "lying-hello": ("resume", lying_hello),
 }
