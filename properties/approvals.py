@@ -214,6 +214,36 @@ def approvals_hold_for_one_park(step: Step, trace: Trace) -> Iterator[Violation]
                         f"({step.outcome.message[:80]}).")
 
 
+@predicate("approvals.operation-bound")
+def approvals_answer_one_operation(step: Step, trace: Trace) -> Iterator[Violation]:
+    """Beyond ADR 0117 D2 (spec/signing.md section 10, profile choice operation-binding)."""
+    before = _answer(step, trace)
+    if before is None or not _authenticated(step, trace, before):
+        return
+    parked_at = park_seq(step.log_before)
+    if parked_at is None:
+        return
+    strict, plain = _verdicts(step, trace, parked_at)
+    allowed = ("unauthenticated", "unknown-flow") if isinstance(step.op, ResumeAs) else ("unauthenticated",)
+    if not _reused(strict, plain) or step.outcome.reason in allowed:
+        return
+    op = step.op
+    erased = trace.erasures.get(op.execution, 0)
+    signed = (f"{op.execution} before it was erased and re-created ({erased} erasure{'s' if erased > 1 else ''})"
+              if erased else f"a plain resume of {op.execution}")
+    sent = f"resumeAs onto {op.flow!r}" if isinstance(op, ResumeAs) else "resume"
+    if isinstance(op, ResumeAs) and (op.options or {}).get("transformState") is not None:
+        sent += f" with transformState {show(op.options['transformState'], 40)}"
+    yield Violation("approvals.operation-bound",
+                    f"a proof by {op.options['proof'].get('actor')!r} signed for {signed}, park #{parked_at}, was "
+                    f"presented with a {sent} and got {step.outcome.short()}, not refused unauthenticated: what the "
+                    f"approver saw was not this operation (spec/signing.md section 10, beyond ADR 0117 D2).",
+                    **refusal_argument(op.op, _park(step, "the park the approver signed a plain resume of"),
+                                       [e.get("seq") for e in fresh(step)],
+                                       "ResumeRefusedError unauthenticated: the proof is bound to another operation "
+                                       "or incarnation"))
+
+
 @predicate("approvals.granted-evidence")
 def grants_record_who_approved(step: Step, trace: Trace) -> Iterator[Violation]:
     before = _answer(step, trace) if step.outcome.ok else None

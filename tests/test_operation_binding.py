@@ -6,10 +6,12 @@ re-created execution, is accepted."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from loomcheck.harness.script import Configure, Define, ResumeAs, Start
 from loomcheck.reference.approvals import sign_resume
 from loomcheck.reference.driver import ReferenceDriver
 
@@ -152,3 +154,103 @@ def test_a_caller_of_the_adr_s_spi_is_a_plain_resume_and_a_malformed_operation_f
                                    ({"type": "resumeAs", "flowId": "g", "extra": 1}, 1), (None, 0), (None, True)):
         verdict = verifier.verify(event, {**park, "operation": operation, "incarnation": incarnation})
         assert verdict.reason == "no-park-context", (operation, incarnation)
+
+
+def test_the_rebinding_corpus_is_refused_by_the_reference_and_granted_in_part_by_the_adr_alone() -> None:
+    """fuzz/tampering.py's section-10 triples: the reference rejects every one; ADR 0117 D2's fields alone
+    (the same authenticator handed no operation) grant exactly the plain resume's proofs reused, which is
+    what approvals.operation-bound reports apart."""
+    from loomcheck.fuzz.tampering import REBINDING_CATEGORIES, rebindings
+    from loomcheck.reference.approvals import SignedResumeAuthenticator
+
+    verifier = SignedResumeAuthenticator(gates=[GATE], keys={ACTOR: SECRET}, now=lambda: EXP - 1)
+    triples = list(rebindings({"type": GATE, "payload": {"approved": True}}, actor=ACTOR, secret=SECRET, exp=EXP,
+                              execution_id="x", parked_at_sequence=2, resume_as={"flowId": "g", "transformState":
+                                                                                  TRANSFORM}, other_flow="h"))
+    assert {category for category, _, _ in triples} == set(REBINDING_CATEGORIES)
+    assert all(verifier.verify(event, context).reason == "bad-signature" for _, event, context in triples)
+    adr_alone = {(category, context["incarnation"]) for category, event, context in triples
+                 if verifier.verify(event, {k: context[k] for k in ("executionId", "parkedAtSequence")}).status
+                 == "granted"}
+    assert adr_alone == {("resume-proof-for-resume-as", 1), ("re-created-execution", 2)}
+
+
+# -- through the harness: the extension is reported apart, and an ADR-only kernel keeps its verdict --
+ADR_ONLY = Path(__file__).with_name("adr_only_approvals.py")
+JUDGED = ("approvals.signature-bound", "approvals.operation-bound", "approvals.granted-evidence",
+          "typed.identity-before-shape", "refusal.append-nothing")
+
+
+def _session(driver: Any) -> Any:
+    from loomcheck.harness.session import Session, hello_of
+
+    session = Session(driver, frozenset(hello_of(driver).features))
+    for op in (Configure(CONFIG), Define("f", FLOW), Define("g", OTHER), Start("x", "f", {"amount": 120})):
+        assert session.apply(op).outcome.ok
+    return session
+
+
+def _resume_as(session: Any, operation: Any) -> Any:
+    """resumeAs x onto g with TRANSFORM, approved by a proof the harness signed for `operation`."""
+    from loomcheck.harness import proofs
+
+    park = session.parked_at_sequence("x")
+    payload = {"approved": True, "viewDigest": session.read_state("x")["suspendedOn"]["viewDigest"]}
+    proof = proofs.sign(session, proofs.Claim("x", park, ACTOR, EXP, GATE, payload, operation=operation), SECRET)
+    return session.apply(ResumeAs("x", "g", GATE, payload, {"proof": proof, "transformState": TRANSFORM}))
+
+
+@pytest.mark.parametrize("kernel", ["reference", "adr-only"])
+def test_each_kernel_is_handed_the_bytes_it_verifies_and_only_the_extension_judges_the_reuse(kernel: str) -> None:
+    from loomcheck.harness import proofs
+    from loomcheck.harness.loading import resolve_factory
+    from loomcheck.properties.registry import check_step
+
+    make = (lambda: ReferenceDriver(store="memory")) if kernel == "reference" else \
+        resolve_factory(f"python:{ADR_ONLY}:make")
+    for operation, reused in ((proofs.Operation("g", TRANSFORM), False), (proofs.RESUME, True)):
+        session = _session(make())
+        step = _resume_as(session, operation)
+        violated = {v.invariant for v in check_step(step, session.trace, list(JUDGED))}
+        if not reused:  # signed for exactly this resumeAs: both grant it, whatever bytes each verifies
+            assert step.outcome.ok and not violated, (step.outcome, violated)
+        elif kernel == "reference":
+            assert step.outcome.reason == "unauthenticated" and not violated, (step.outcome, violated)
+        else:  # ADR 0117 D2 grants the plain resume's proof: the extension's finding, and no ADR invariant's
+            assert step.outcome.ok and violated == {"approvals.operation-bound"}, (step.outcome, violated)
+
+
+def test_an_adr_only_kernel_disagrees_with_the_profile_without_failing_the_run(tmp_path: Path) -> None:
+    from loomcheck.cli import main
+    from loomcheck.reports.model import Report
+
+    codes = {}
+    for checks in ("advisory", "strict"):
+        codes[checks] = main(["run", "--impl", f"python:{ADR_ONLY}:make", "--only", "approvals.operation-bound",
+                              "--profile-checks", checks, "--report", str(tmp_path / checks)])
+        report = Report.model_validate_json((tmp_path / checks / "report.json").read_text())
+        (record,) = report.results
+        assert record.status == "fail" and record.disagrees and record.profile == "operation-binding", record
+        assert report.summary.profileDisagreements == 1 and report.summary.failed == 0
+        assert "re-created-execution" in report.corpora[0].perCategory, report.corpora
+    assert codes == {"advisory": 0, "strict": 1}
+
+
+def test_a_kernel_that_signs_itself_is_handed_the_operation_in_the_claim() -> None:
+    """Feature "signing": the claim carries what the approval is for, in the protocol's own message,
+    so the kernel's format can bind it; the permuted reference's format binds it not (its choice)."""
+    import permuted
+
+    from loomcheck.harness import proofs
+    from loomcheck.protocol.messages import Claim
+
+    driver = permuted.make()
+    claims: list[dict[str, Any]] = []
+    sign = driver.sign
+    driver.sign = lambda claim: claims.append(claim) or sign(claim)  # type: ignore[method-assign]
+    session = _session(driver)
+    assert proofs.signs_itself(session.features) and proofs.BINDING not in session.features
+    assert _resume_as(session, proofs.Operation("g", TRANSFORM)).outcome.ok
+    (claim,) = claims
+    assert claim["operation"] == {"type": "resumeAs", "flowId": "g", "transformState": TRANSFORM}
+    assert Claim.model_validate(claim).operation is not None
