@@ -13,6 +13,11 @@ is merely not-applicable; a kernel refuses it anyway, at the gate-name check),
 and must judge time by `now`, which must be before `exp`. Every context carries
 no principal, so `requireActor` does not matter.
 
+`rebindings(...)` (spec/signing.md section 10, beyond ADR 0117 D2) is apart: a validly
+signed approval presented for an operation or an incarnation it was not signed for. Only an
+authenticator that binds them must reject those; one that follows ADR 0117 D2 only grants the
+plain resume's proof wherever its park and fields match, and is not wrong by the ADR.
+
 Not here, on purpose: an integer exp (or override count) sent as a float
 (1.7e12 and 1700000000000 are one JSON number, and a JavaScript kernel cannot
 tell them apart), payload numbers re-spelled (1 and 1.0 have one canonical
@@ -29,8 +34,8 @@ from typing import Any
 
 from loomcheck.reference.approvals import sign_resume, signed_discard
 
-__all__ = ["CATEGORIES", "OWN_PROOF_CATEGORIES", "event_type_variants", "other_character", "own_proof_mutations",
-           "tamperings"]
+__all__ = ["CATEGORIES", "OWN_PROOF_CATEGORIES", "REBINDING_CATEGORIES", "event_type_variants", "other_character",
+           "own_proof_mutations", "rebindings", "tamperings"]
 
 CATEGORIES = (
     "event-type", "payload-value", "payload-key-added", "payload-key-removed", "view-digest",
@@ -45,6 +50,9 @@ CATEGORIES = (
 # is no forgery, and ADR 0117 D2 binds the signed fields, not a proof's spelling.
 OWN_PROOF_CATEGORIES = ("proof-character-changed", "proof-truncated", "proof-extended",
                         "proof-member-dropped", "proof-number-moved")
+# A signed approval presented for another operation or incarnation (spec/signing.md section 10).
+REBINDING_CATEGORIES = ("resume-proof-for-resume-as", "resume-as-proof-for-resume", "other-target-flow",
+                        "other-transform", "re-created-execution")
 MAX_LEAVES = 32  # payload leaves changed one at a time, at most
 MAX_COUNT = 2**53 - 1  # an override's count is a JSON-safe integer (spec/signing.md)
 # Overrides attached to an approval signed without one. Count 0 ("discard nothing")
@@ -234,6 +242,52 @@ def tamperings(event: dict, *, actor: str, secret: str, exp: int, execution_id: 
     for missing in (None, {}, {"executionId": execution_id}, context(parkedAtSequence=None),
                     context(parkedAtSequence=0), context(executionId=None), context(parkedAtSequence=True)):
         yield "no-park-context", copy.deepcopy(valid), copy.deepcopy(missing)
+
+
+def rebindings(event: dict, *, actor: str, secret: str, exp: int, execution_id: str, parked_at_sequence: int,
+               resume_as: dict, other_flow: str) -> Iterator[Triple]:
+    """(category, signed event, context) triples an authenticator that binds the operation and the
+    incarnation (spec/signing.md section 10) must reject: the approval signed for one operation
+    (a plain resume, or the resumeAs `resume_as` = {flowId, transformState} names) or incarnation,
+    presented for another. `other_flow` is a target other than resume_as's. Configured as for
+    `tamperings`; contexts carry the park, the operation and the incarnation, no principal."""
+    if other_flow == resume_as.get("flowId"):
+        raise ValueError("other_flow must differ from the resumeAs's target")
+
+    def sign(**binding: Any) -> dict:
+        return sign_resume(event, actor=actor, secret=secret, exp=exp, execution_id=execution_id,
+                           parked_at_sequence=parked_at_sequence, **binding)
+
+    def context(operation: dict | None = None, incarnation: int = 1) -> dict:
+        return {"executionId": execution_id, "parkedAtSequence": parked_at_sequence, "principal": None,
+                "operation": operation or {"type": "resume"}, "incarnation": incarnation}
+
+    def onto(flow: Any, transform: Any) -> dict:
+        return {"type": "resumeAs", "flowId": flow, "transformState": transform}
+
+    flow, transform = resume_as["flowId"], resume_as.get("transformState")
+    plain, moved = sign(), sign(resume_as=resume_as)
+    # The probe's case: what the approver saw was a resume; the resumeAs runs other code, on migrated input.
+    for target, state in _distinct([(flow, transform), (flow, None), (other_flow, transform)]):
+        yield "resume-proof-for-resume-as", copy.deepcopy(plain), context(onto(target, state))
+    yield "resume-as-proof-for-resume", copy.deepcopy(moved), context()
+    yield "other-target-flow", copy.deepcopy(moved), context(onto(other_flow, transform))
+    for changed in _distinct([_changed(transform), None, {"name": "wrap", "key": "other"}]):
+        if changed != transform:
+            yield "other-transform", copy.deepcopy(moved), context(onto(flow, changed))
+    # The execution re-created under the id after erase is not the one whose park the approver saw.
+    yield "re-created-execution", copy.deepcopy(plain), context(incarnation=2)
+    yield "re-created-execution", sign(incarnation=2), context(incarnation=3)
+    yield "re-created-execution", copy.deepcopy(moved), context(onto(flow, transform), 2)
+
+
+def _distinct(items: list[Any]) -> list[Any]:
+    """In order, each once (JSON values are not hashable)."""
+    kept: list[Any] = []
+    for item in items:
+        if item not in kept:
+            kept.append(item)
+    return kept
 
 
 def _override_tamperings(valid: dict) -> Iterator[dict]:

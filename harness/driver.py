@@ -60,6 +60,10 @@ Features: `hello()` lists the optional features the implementation supports:
     "signing"           sign(claim): the implementation's approver side signs approvals in its own
                         proof format, which its authenticator verifies; the harness then sends its
                         proofs instead of spec/signing.md's (ADR 0117 D2; needs "security")
+    "operation-binding" the authenticator verifies spec/signing.md section 10, beyond ADR 0117 D2: a
+                        resumeAs's proof also signs the operation, its target flow and transformState,
+                        and a re-created execution's (after erase) its incarnation; without it the
+                        harness hands such approvals over in D2's bytes (needs "security")
 
 An invariant that needs a feature the implementation lacks is reported
 not-applicable, never passed. A method for an unsupported feature may raise
@@ -165,7 +169,10 @@ class Driver(Protocol):
         """Sign an approval as the implementation's approver side does, with the keys of the last
         accepted configure (feature "signing", ADR 0117 D2). `claim` is the whole event and the one
         park it answers: `{"executionId", "parkedAtSequence", "actor", "exp", "event": {"type",
-        "payload"}, "discardLegacyAnswers": false | {stepId, count}}`. Returns `{"proof": {...}}`,
+        "payload"}, "discardLegacyAnswers": false | {stepId, count}, "operation": {"type": "resume"} |
+        {"type": "resumeAs", "flowId", "transformState"}}`; `operation` is what the approval is for,
+        beyond ADR 0117 D2 (spec/signing.md section 10), for a format that binds it (and the execution
+        the implementation holds under the id now, which a re-created one is not). Returns `{"proof": {...}}`,
         any JSON object the implementation's authenticator accepts as `options["proof"]` of exactly
         that resume at exactly that park before `exp`, opaque to the harness; or, when the approver
         side will not sign it (an unknown actor, a payload it cannot serialise), the refusal as data:

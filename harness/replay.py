@@ -107,11 +107,14 @@ def _signed_again(session: Session, op: Resume | ResumeAs, payload: dict, last: 
     options = op.options
     proof = (options or {}).get("proof")
     parked_at = last.parked_at if last.parked_at is not None else park_seq(last.log_after)
+    bound = proofs.binding_of(session.trace, op)  # valid for this very operation (spec/signing.md section 10)
     if not isinstance(proof, dict) or parked_at is None or rejection(
-            session.trace.security, session.trace.now, op.type, op.payload, options, op.execution, parked_at) is not None:
+            session.trace.security, session.trace.now, op.type, op.payload, options, op.execution, parked_at,
+            bound) is not None:
         return options  # no proof, or one that was never valid: a tampering case stays one
     discard = (options or {}).get("discardLegacyAnswers") or False
-    claim = proofs.Claim(op.execution, parked_at, proof["actor"], proof["exp"], op.type, op.payload, discard)
+    claim = proofs.Claim(op.execution, parked_at, proof["actor"], proof["exp"], op.type, op.payload, discard,
+                         proofs.Operation.of(op), proofs.incarnation(session.trace, op.execution))
     secret = proofs.signer_of(session, claim, {k: proof.get(k) for k in ("actor", "exp", "signature")})
     if secret is None:
         return options

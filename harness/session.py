@@ -92,6 +92,7 @@ class Trace:
     features: frozenset[str] = frozenset()  # what the implementation declared
     registered: dict[str, str | None] = field(default_factory=dict)  # flow id -> code version deployed now (K11)
     by_version: dict[str, FlowProgram] = field(default_factory=dict)  # every program ever deployed, by code version
+    erasures: dict[str, int] = field(default_factory=dict)  # execution id -> times erased: which incarnation it is now
 
     @property
     def operations(self) -> list[Operation]:
@@ -282,6 +283,12 @@ class Session:
         `needs`: the features it uses (docs/driver.md names each method's)."""
         self.require(frozenset(needs), label)
         return self._call(label, call)
+
+    def erase(self, execution: str) -> None:
+        """Forget one execution (feature "legacy-scan"); the next under its id is another incarnation,
+        which approvals are bound to (spec/signing.md section 10)."""
+        self.unscripted(f"erase {execution}", lambda: self.driver.erase(execution), needs=("legacy-scan",))
+        self.trace.erasures[execution] = self.trace.erasures.get(execution, 0) + 1
 
     def unscripted_outcome(self, label: str, call: Callable[[], Any], needs: Iterable[str] = ()) -> Outcome:
         self.require(frozenset(needs), label)

@@ -11,6 +11,7 @@ import re
 
 from typing import Any, Iterator
 
+from loomcheck.harness.proofs import binding_of
 from loomcheck.harness.script import AdvanceClock, Configure, Load, Resume, ResumeAs
 from loomcheck.harness.session import Step, Trace
 from loomcheck.properties.answers import fresh, logs_touched
@@ -71,6 +72,25 @@ def _echoes(before: Moment, payload: Any) -> bool:
 def _authenticated(step: Step, trace: Trace, before: Moment) -> bool:
     """The resume reaches the authenticator: its gate is covered and its digest echoes."""
     return covers(trace.security, step.op.type) and _echoes(before, step.op.payload)
+
+
+def _verdicts(step: Step, trace: Trace, parked_at: int) -> tuple[str | None, str | None]:
+    """Why a conforming authenticator must reject the resume (None: it must grant it): verified
+    for the operation the step performs at the execution the kernel holds now (spec/signing.md
+    section 10), and with ADR 0117 D2's fields alone. They differ only for a proof signed for a
+    plain resume of an execution never erased, sent with a resumeAs or to the execution
+    re-created under its id: D2 grants it, the extension refuses it (approvals.operation-bound)."""
+    op = step.op
+    bound = binding_of(trace, op)
+    strict = rejection(trace.security, trace.now, op.type, op.payload, op.options, op.execution, parked_at, bound)
+    if not bound or strict is None:
+        return strict, strict
+    return strict, rejection(trace.security, trace.now, op.type, op.payload, op.options, op.execution, parked_at)
+
+
+def _reused(strict: str | None, plain: str | None) -> bool:
+    """A plain resume's proof presented for another operation or incarnation: the extension's question."""
+    return strict is not None and plain is None
 
 
 def _declared(program: FlowProgram, on: str) -> list[SuspendOp | SleepOp]:
@@ -176,7 +196,9 @@ def approvals_hold_for_one_park(step: Step, trace: Trace) -> Iterator[Violation]
     if parked_at is None:
         return  # retention removed the park: approvals.park-located judges that
     op = step.op
-    why = rejection(trace.security, trace.now, op.type, op.payload, op.options, op.execution, parked_at)
+    why, plain = _verdicts(step, trace, parked_at)
+    if _reused(why, plain):
+        return  # ADR 0117 D2 grants it, loomcheck's extension refuses it: approvals.operation-bound judges that
     if why is not None and step.outcome.reason != "unauthenticated":
         yield Violation("approvals.signature-bound",
                         f"the approval of {op.type!r} must be rejected ({why}: the proof is checked for execution "
@@ -190,6 +212,36 @@ def approvals_hold_for_one_park(step: Step, trace: Trace) -> Iterator[Violation]
                         f"the approval of {op.type!r} carries a valid proof by {op.options['proof']['actor']!r} for "
                         f"execution {op.execution!r}, park #{parked_at}, yet it was refused unauthenticated "
                         f"({step.outcome.message[:80]}).")
+
+
+@predicate("approvals.operation-bound")
+def approvals_answer_one_operation(step: Step, trace: Trace) -> Iterator[Violation]:
+    """Beyond ADR 0117 D2 (spec/signing.md section 10, profile choice operation-binding)."""
+    before = _answer(step, trace)
+    if before is None or not _authenticated(step, trace, before):
+        return
+    parked_at = park_seq(step.log_before)
+    if parked_at is None:
+        return
+    strict, plain = _verdicts(step, trace, parked_at)
+    allowed = ("unauthenticated", "unknown-flow") if isinstance(step.op, ResumeAs) else ("unauthenticated",)
+    if not _reused(strict, plain) or step.outcome.reason in allowed:
+        return
+    op = step.op
+    erased = trace.erasures.get(op.execution, 0)
+    signed = (f"{op.execution} before it was erased and re-created ({erased} erasure{'s' if erased > 1 else ''})"
+              if erased else f"a plain resume of {op.execution}")
+    sent = f"resumeAs onto {op.flow!r}" if isinstance(op, ResumeAs) else "resume"
+    if isinstance(op, ResumeAs) and (op.options or {}).get("transformState") is not None:
+        sent += f" with transformState {show(op.options['transformState'], 40)}"
+    yield Violation("approvals.operation-bound",
+                    f"a proof by {op.options['proof'].get('actor')!r} signed for {signed}, park #{parked_at}, was "
+                    f"presented with a {sent} and got {step.outcome.short()}, not refused unauthenticated: what the "
+                    f"approver saw was not this operation (spec/signing.md section 10, beyond ADR 0117 D2).",
+                    **refusal_argument(op.op, _park(step, "the park the approver signed a plain resume of"),
+                                       [e.get("seq") for e in fresh(step)],
+                                       "ResumeRefusedError unauthenticated: the proof is bound to another operation "
+                                       "or incarnation"))
 
 
 @predicate("approvals.granted-evidence")
@@ -367,9 +419,8 @@ def identity_before_shape(step: Step, trace: Trace) -> Iterator[Violation]:
         return
     parked_at = park_seq(step.log_before)
     op = step.op
-    why = rejection(trace.security, trace.now, op.type, op.payload, op.options, op.execution, parked_at) \
-        if parked_at is not None else "park-not-located"
-    if why is not None:
+    why, plain = _verdicts(step, trace, parked_at) if parked_at is not None else ("park-not-located",) * 2
+    if why is not None and not _reused(why, plain):
         yield Violation("typed.identity-before-shape",
                         f"the approval of {op.type!r} is not authenticated ({why}), yet it was refused invalid-payload "
                         f"({step.outcome.message[:60]}): the error told an unauthenticated caller the gate's contract.",

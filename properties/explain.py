@@ -53,9 +53,12 @@ class Explanation:
     evidence: tuple[Evidence, ...]
     rule: str | None             # the decision's words (the catalogue's quote)
     expected: str | None         # what the decision says should have happened
+    extends: str | None = None   # an extension beyond the decision (spec/profiles.toml), which then says it
 
     @property
     def where(self) -> str:
+        if self.extends is not None:
+            return f"ADR {self.adr} {self.decision} as loomcheck extends it ({self.extends})"
         return f"ADR {self.adr} {self.decision}"
 
     @property
@@ -131,7 +134,15 @@ def explain(violation: Violation, logs: Mapping[str, list[dict[str, JSON]]],
                                  describe(moment) if moment is not None else "unknown"))
     return Explanation(violation.invariant, entry.adr if entry else "?", entry.decision if entry else "?",
                        entry.title if entry else violation.invariant, violation.message, tuple(evidence),
-                       (entry.quote or entry.statement) if entry else None, violation.expected)
+                       (entry.quote or entry.statement) if entry else None, violation.expected,
+                       _extension(entry.profile) if entry else None)
+
+
+def _extension(choice: str | None) -> str | None:
+    """The profile choice an invariant rests on when that choice goes beyond the ADRs."""
+    from loomcheck.spec.profiles import profile
+
+    return choice if choice is not None and profile().get(choice).kind == "extension" else None
 
 
 def _holder(seqs: list[int], logs: Mapping[str, list[dict[str, JSON]]]) -> str | None:

@@ -357,7 +357,7 @@ def _warm_run(session: Session, result: CorpusResult) -> None:
 
     def rewound() -> None:  # erased, and re-created SHORTER than scanned by an old node, a stray first
         to_human()
-        session.unscripted("erase", lambda: session.driver.erase("w"), needs=("legacy-scan",))
+        session.erase("w")
         _append(session, "w", [START, *PAIR, ("STEP_STARTED", {"stepId": "h", "attempt": 1})])
     _warm_twins(session, result, "a log erased and re-created shorter", "scan.invalidated", rewound, recover)
 
@@ -390,7 +390,7 @@ def _warm_run(session: Session, result: CorpusResult) -> None:
                 kind_changed, resume("g2", "x"), residual=True, setup=_kind_start)
 
     def recreated() -> None:  # R1a residual 2: re-created at least as long, a stray early in it
-        session.unscripted("erase", lambda: session.driver.erase("w"), needs=("legacy-scan",))
+        session.erase("w")
         _append(session, "w", [START, *PAIR, ("EXECUTION_SUSPENDED", {"condition": {"on": "go2"}})])
     _warm_twins(session, result, "a log erased and re-created as long", "residual.recreated-log", recreated,
                 resume("go2", "v2"), residual=True)

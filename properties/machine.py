@@ -231,10 +231,11 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
         def park_seq(self, execution: str) -> int:
             return newest_park(self.log_of(execution)) or 1
 
-        def approval(self, execution: str, parked: dict[str, Any] | None, gate: str,
-                     payload: Any) -> tuple[Any, dict[str, Any] | None]:
+        def approval(self, execution: str, parked: dict[str, Any] | None, gate: str, payload: Any,
+                     operation: proofs.Operation = proofs.RESUME) -> tuple[Any, dict[str, Any] | None]:
             """What a well-behaved approver sends: the parked digest echoed and, where an
-            authenticator covers the gate, ann's signature for this park (ADR 0117 D1, D2)."""
+            authenticator covers the gate, ann's signature for this park (ADR 0117 D1, D2) and
+            the operation it is sent with (spec/signing.md section 10)."""
             digest = (parked or {}).get("viewDigest")
             if digest is not None and gate != TIMER_FIRED:
                 payload = {**payload, "viewDigest": digest} if isinstance(payload, dict) else \
@@ -242,7 +243,8 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             if not covers(session.trace.security, gate):
                 return payload, None
             actor, secret = s.SIGNERS["ann"]
-            claim = proofs.Claim(execution, self.park_seq(execution), actor, session.trace.now + 60_000, gate, payload)
+            claim = proofs.Claim(execution, self.park_seq(execution), actor, session.trace.now + 60_000, gate, payload,
+                                 operation=operation, incarnation=proofs.incarnation(session.trace, execution))
             proof = proofs.sign(session, claim, secret)
             return payload, ({"proof": proof} if proof is not None else None)
 
@@ -314,7 +316,8 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
                       transform: dict[str, Any] | None) -> None:
             """Onto another flow or the new version of its own, perhaps migrating its input
             (ADR 0056); run again on the same execution, it migrates an input already migrated."""
-            self.apply(ResumeAs(execution, flow, *self.migration_call(execution, payload, transform, name, resolution)))
+            self.apply(ResumeAs(execution, flow, *self.migration_call(execution, flow, payload, transform, name,
+                                                                     resolution)))
 
         def deployed(self, flow: str) -> dict[str, Any] | None:
             """The program last deployed under a flow id, as it was sent."""
@@ -348,25 +351,28 @@ def build_machine(session: Session, invariant_ids: Iterable[str], counters: Coun
             if "resume-as" not in features:
                 return
             if plain_first and self.parked(execution):
-                gate, answer, options = self.migration_call(execution, payload, None)
+                gate, answer, options = self.migration_call(execution, None, payload, None)
                 self.apply(Resume(execution, gate, answer, options))
-            step = self.apply(ResumeAs(execution, flow, *self.migration_call(execution, payload, transform)))
+            step = self.apply(ResumeAs(execution, flow, *self.migration_call(execution, flow, payload, transform)))
             if again is not None and step.outcome.ok:
-                step = self.apply(ResumeAs(execution, flow, *self.migration_call(execution, payload, again)))
+                step = self.apply(ResumeAs(execution, flow, *self.migration_call(execution, flow, payload, again)))
             if then and step.outcome.ok:
                 self.answer_gates_until_done(execution, [payload, payload], "succeeded")
 
-        def migration_call(self, execution: str, payload: Any, transform: dict[str, Any] | None,
+        def migration_call(self, execution: str, flow: str | None, payload: Any, transform: dict[str, Any] | None,
                            name: str = "Redeploy", resolution: str = "succeeded") -> tuple[str, Any, Any]:
-            """(gate, answer, options) of an operator's resumeAs: "Redeploy" names the recorded
-            gate when the execution is parked (which the operator can read), answered as an
-            approver would (a verdict when in doubt); any other name is sent as it is."""
+            """(gate, answer, options) of an operator's resumeAs onto `flow` (None: the plain resume
+            before it): "Redeploy" names the recorded gate when the execution is parked (which the
+            operator can read), answered as an approver would (a verdict when in doubt), signed for
+            that operation; any other name is sent as it is."""
             parked = self.parked(execution)
             gate = parked["on"] if parked is not None and name == "Redeploy" else name
             answer = self.answer_for(parked, payload, resolution) if parked else payload
-            answer, options = self.approval(execution, parked, gate, answer) \
+            transform = transform if "state-migration" in features else None
+            operation = proofs.Operation(flow, transform) if flow is not None else proofs.RESUME
+            answer, options = self.approval(execution, parked, gate, answer, operation) \
                 if parked is not None and gate == parked["on"] else (answer, None)
-            if transform is not None and "state-migration" in features:
+            if transform is not None:
                 options = {**(options or {}), "transformState": transform}
             return gate, answer, options
 

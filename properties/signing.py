@@ -2,7 +2,12 @@
 imported from the reference kernel): the state machine signs approvals with it,
 and the approvals.* predicates use it as the oracle for what a conforming
 authenticator must accept. Two independent readings of one spec keep each other
-honest: tests/test_approvals.py checks both against the published vectors."""
+honest: tests/test_approvals.py checks both against the published vectors.
+
+`binding` is spec/signing.md section 10, loomcheck's extension beyond ADR 0117 D2: the members
+that bind a proof to the operation it answers (a resumeAs, its target flow and transform) and to
+the incarnation of the execution (one re-created after erase). A plain resume of an execution
+never erased has none, so its bytes are exactly ADR 0117 D2's."""
 
 from __future__ import annotations
 
@@ -32,25 +37,40 @@ def signed_discard(value: Any) -> Any:
     raise CanonicalError("not-json", "/discardLegacyAnswers", "neither absent nor {stepId, count}")
 
 
+Binding = dict[str, Any]  # spec/signing.md section 10: {"resumeAs"?: {flowId, transformState}, "incarnation"?: n}
+
+
+def binding(resume_as: str | None = None, transform: Any = None, incarnation: int = 1) -> Binding:
+    """The section-10 members for a resumeAs onto `resume_as` with `transform` (None: a plain
+    resume) at the `incarnation`-th execution under its id: none for a plain resume of one never
+    erased, which therefore signs exactly ADR 0117 D2's bytes."""
+    members: Binding = {}
+    if resume_as is not None:
+        members["resumeAs"] = {"flowId": resume_as, "transformState": transform}
+    if incarnation != 1:
+        members["incarnation"] = incarnation
+    return members
+
+
 def message(event_type: str, payload: Any, discard: Any, actor: str, exp: int, execution: str,
-            parked_at: int) -> bytes:
+            parked_at: int, bound: Binding | None = None) -> bytes:
     discard = signed_discard(discard)
-    return canonical_json({"purpose": PURPOSE, "eventType": event_type, "payload": payload,
+    return canonical_json({**(bound or {}), "purpose": PURPOSE, "eventType": event_type, "payload": payload,
                            "discardLegacyAnswers": discard, "actor": actor, "exp": exp,
                            "executionId": execution, "parkedAtSequence": parked_at}).encode("utf-8")
 
 
 def sign(event_type: str, payload: Any, *, actor: str, secret: str, exp: int, execution: str, parked_at: int,
-         discard: Any = False) -> dict[str, Any] | None:
-    """The proof {actor, exp, signature} for one park of one execution (ADR 0117 D2),
-    or None when the payload has no canonical form (spec/canonical-json.md): then
-    nobody can sign it, and an approver sends it unsigned."""
+         discard: Any = False, bound: Binding | None = None) -> dict[str, Any] | None:
+    """The proof {actor, exp, signature} for one park of one execution (ADR 0117 D2), bound to
+    the operation and incarnation `bound` names (section 10), or None when the payload has no
+    canonical form (spec/canonical-json.md): then nobody can sign it, and an approver sends it
+    unsigned."""
     try:
-        message(event_type, payload, discard, actor, exp, execution, parked_at)
+        signed = message(event_type, payload, discard, actor, exp, execution, parked_at, bound)
     except CanonicalError:
         return None
-    mac = hmac.new(secret.encode("utf-8"), message(event_type, payload, discard, actor, exp, execution, parked_at),
-                   hashlib.sha256).hexdigest()
+    mac = hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).hexdigest()
     return {"actor": actor, "exp": exp, "signature": mac}
 
 
@@ -70,10 +90,12 @@ def weak(keys: Any) -> bool:
 
 
 def rejection(config: dict[str, Any], now: int, event_type: str, payload: Any, options: dict[str, Any] | None,
-              execution: str, parked_at: int | None) -> str | None:
+              execution: str, parked_at: int | None, bound: Binding | None = None) -> str | None:
     """Why a conforming authenticator configured with `config` must reject this
-    resume, or None when it must grant it. Reasons are loomcheck's (spec/signing.md),
-    used in messages only: predicates compare the refusal, not the sub-reason."""
+    resume, or None when it must grant it; `bound`: the section-10 members of the
+    operation it is verified for (None: ADR 0117 D2's fields alone). Reasons are
+    loomcheck's (spec/signing.md), used in messages only: predicates compare the
+    refusal, not the sub-reason."""
     options = options or {}
     proof = options.get("proof")
     if not isinstance(proof, dict) or not isinstance(proof.get("actor"), str) or not proof["actor"]:
@@ -91,7 +113,7 @@ def rejection(config: dict[str, Any], now: int, event_type: str, payload: Any, o
         return "unknown-actor"
     discard = options.get("discardLegacyAnswers")
     try:
-        signed = message(event_type, payload, discard, actor, exp, execution, parked_at)
+        signed = message(event_type, payload, discard, actor, exp, execution, parked_at, bound)
     except CanonicalError:
         return "bad-signature"
     if not SIGNATURE.fullmatch(signature) or not any(

@@ -9,6 +9,14 @@ signed approval presented at a fork (another execution parked identically) and
 replayed at a later park of the same gate; and last, the untampered approval is
 accepted, without which the refusals would prove nothing.
 
+Beyond ADR 0117 D2 (spec/signing.md section 10, approvals.operation-bound, run only when
+that invariant is selected): the approval signed for a plain resume is sent with a
+resumeAs of the same park (onto another flow with a transform, onto its own flow), and,
+after the execution is erased and re-created under its id, to the new one; each must be
+refused, and the approval signed for exactly that resumeAs, or for the re-created
+execution, accepted. A kernel that declares "operation-binding" is also sent a resumeAs's
+approval for a plain resume, another target and another transform.
+
 An implementation that signs its own proofs (feature "signing") is handed its own
 proof wherever the harness signed one (harness/proofs.py), so the tamperings of the
 event and of the claim (another execution, park, payload, override, expiry) test its
@@ -23,7 +31,7 @@ from typing import Any, Iterator
 from loomcheck.fuzz.tampering import own_proof_mutations, tamperings
 from loomcheck.harness import proofs
 from loomcheck.harness.needs import Undeclared
-from loomcheck.harness.script import Configure, Define, Resume, Start
+from loomcheck.harness.script import Configure, Define, Resume, ResumeAs, Start
 from loomcheck.harness.session import ImplementationFailed, Session, Step
 from loomcheck.properties.keysafety import CorpusResult
 from loomcheck.properties.logview import park_seq
@@ -50,8 +58,14 @@ SPEC_BYTES = frozenset({"actor", "exp", "signature-bitflip", "signature-truncate
 STRANGERS = ("mallory", "ann-unknown", "__proto__")
 # A kernel without views (feature "view-digest") approves the same gates, showing nothing to bind.
 PLAIN_FLOW = {"body": [{k: v for k, v in op.items() if k != "view"} for op in FLOW["body"]]}
-CHECKED = (ID, "approvals.digest-echoed", "approvals.granted-evidence", "refusal.append-nothing",
+BOUND = "approvals.operation-bound"
+CHECKED = (ID, BOUND, "approvals.digest-echoed", "approvals.granted-evidence", "refusal.append-nothing",
            "refusal.typed-reason")
+# The extension's cases are judged only by what they are about: ADR 0117 D2 grants some of them.
+BOUND_CHECKED = (BOUND, "approvals.granted-evidence", "refusal.append-nothing", "refusal.typed-reason")
+TARGET, ELSEWHERE = "g", "h"  # the flows a resumeAs moves the execution to
+TARGET_FLOW = {"body": [{"op": "input"}, {"op": "complete", "output": "paid elsewhere"}]}
+TRANSFORM = {"name": "wrap", "key": "smuggled"}  # the input the target runs with, which no approver saw
 
 
 def config() -> dict[str, Any]:
@@ -61,7 +75,7 @@ def config() -> dict[str, Any]:
 def run_tampering(session: Session, invariant_ids: tuple[str, ...] = (ID,)) -> CorpusResult:
     result = CorpusResult()
     try:
-        _run(session, result)
+        _run(session, result, invariant_ids)
     except Undeclared as undeclared:  # a feature a case needs (the override's: "legacy-scan")
         result.skip(undeclared)
     except ImplementationFailed as failed:
@@ -72,10 +86,12 @@ def run_tampering(session: Session, invariant_ids: tuple[str, ...] = (ID,)) -> C
     return result
 
 
-def _setup(session: Session, *executions: str) -> None:
+def _setup(session: Session, *executions: str, targets: tuple[str, ...] = ()) -> None:
     session.reset()
     session.apply(Configure(config()))
     session.apply(Define("f", FLOW if "view-digest" in session.features else PLAIN_FLOW))
+    for target in targets:
+        session.apply(Define(target, TARGET_FLOW))
     for execution in executions:
         session.apply(Start(execution, "f", None))
 
@@ -93,24 +109,32 @@ def _send(session: Session, execution: str, event: dict[str, Any]) -> Step:
     return session.apply(Resume(execution, event.get("type"), event.get("payload"), options or None))
 
 
-def _judge(session: Session, step: Step, label: str, must_refuse: bool) -> Iterator[Violation]:
-    for violation in check_step(step, session.trace, CHECKED):
-        yield Violation(violation.invariant, f"{label}: {violation.message}", violation.events)
+def _judge(session: Session, step: Step, label: str, must_refuse: bool, invariant: str = ID,
+           checked: tuple[str, ...] = CHECKED, what: str = "a tampered approval") -> Iterator[Violation]:
+    for v in check_step(step, session.trace, checked):
+        yield Violation(v.invariant, f"{label}: {v.message}", v.events, v.roles, v.expected, v.execution)
     if must_refuse and step.outcome.ok:
-        yield Violation(ID, f"{label}: a tampered approval was accepted (the log gained "
-                            f"{len(step.log_after) - len(step.log_before)} events).")
+        yield Violation(invariant, f"{label}: {what} was accepted (the log gained "
+                                   f"{len(step.log_after) - len(step.log_before)} events).")
     if not must_refuse and not step.outcome.ok:
-        yield Violation(ID, f"{label}: the untampered approval was refused ({step.outcome.reason}: "
-                            f"{step.outcome.message[:80]}), so the refusals above prove nothing.")
+        yield Violation(invariant, f"{label}: the untampered approval was refused ({step.outcome.reason}: "
+                                   f"{step.outcome.message[:80]}), so the refusals above prove nothing.")
 
 
-def _run(session: Session, result: CorpusResult) -> None:
+def _run(session: Session, result: CorpusResult, invariant_ids: tuple[str, ...]) -> None:
     exp = session.trace.now + 3_600_000
-    for decision in DECISIONS:
-        _tamper(session, result, decision, exp)
-        if proofs.signs_itself(session.features):
-            _own_bytes(session, result, decision, exp)
-    _scenarios(session, result, exp)
+    if ID in invariant_ids:
+        for decision in DECISIONS:
+            _tamper(session, result, decision, exp)
+            if proofs.signs_itself(session.features):
+                _own_bytes(session, result, decision, exp)
+        _scenarios(session, result, exp)
+    if BOUND in invariant_ids and "resume-as" in session.features:
+        _rebound(session, result, exp)
+        try:
+            _re_created(session, result, exp)
+        except Undeclared as undeclared:  # erase is feature "legacy-scan"
+            result.skip(undeclared)
 
 
 def _count(result: CorpusResult, category: str) -> None:
@@ -212,3 +236,73 @@ def _scenarios(session: Session, result: CorpusResult, exp: int) -> None:
         if found and not result.violations:
             result.operations = session.script()
         result.violations.extend(found)
+
+
+# -- beyond ADR 0117 D2: spec/signing.md section 10 ----------------------------------------
+def _bound_case(session: Session, result: CorpusResult, category: str, op: Resume | ResumeAs, must_refuse: bool,
+                scripted: bool = True) -> Step:
+    """One case of the extension, judged by what it is about. `scripted`: the session's script alone
+    reproduces it (an erase is not a script operation)."""
+    _count(result, category)
+    step = session.apply(op)
+    found = list(_judge(session, step, category, must_refuse, BOUND, BOUND_CHECKED,
+                        "an approval signed for another operation or incarnation"))
+    if found and BOUND not in result.scripts:
+        result.scripts[BOUND] = session.trace.operations if scripted else []
+    result.violations.extend(found)
+    return step
+
+
+def _parked_for_resume_as(session: Session) -> tuple[int, dict[str, Any]]:
+    _setup(session, "x", targets=(TARGET, ELSEWHERE))
+    park, echo = _park(session, "x")
+    return park, {**DECISION, **echo}
+
+
+def _rebound(session: Session, result: CorpusResult, exp: int) -> None:
+    """The probe's case and its variants: what the approver saw was a plain resume of x; a resumeAs
+    runs other code (or its own new version), perhaps on input a transform migrated."""
+    transform = TRANSFORM if "state-migration" in session.features else None
+    moves = [(TARGET, transform), ("f", None)]
+    for target, state in moves:
+        park, payload = _parked_for_resume_as(session)
+        proof = proofs.sign(session, proofs.Claim("x", park, ACTOR, exp, GATE, payload), SECRET)
+        options = {"proof": proof, **({"transformState": state} if state is not None else {})}
+        _bound_case(session, result, "resume-proof-for-resume-as", ResumeAs("x", target, GATE, payload, options), True)
+    moved = proofs.Operation(TARGET, transform)
+    others: list[tuple[str, Any]] = []
+    if proofs.BINDING in session.features:  # a resumeAs's approval elsewhere: only a binding format can tell
+        others = [("resume-as-proof-for-resume", None), ("other-target-flow", proofs.Operation(ELSEWHERE, transform))]
+        if transform is not None:
+            others.append(("other-transform", proofs.Operation(TARGET, {"name": "wrap", "key": "other"})))
+    for category, sent in [*others, ("valid-resume-as", moved)]:
+        park, payload = _parked_for_resume_as(session)
+        proof = proofs.sign(session, proofs.Claim("x", park, ACTOR, exp, GATE, payload, operation=moved), SECRET)
+        if sent is None:
+            op: Resume | ResumeAs = Resume("x", GATE, payload, {"proof": proof})
+        else:
+            options = {"proof": proof, **({"transformState": sent.transform} if sent.transform is not None else {})}
+            op = ResumeAs("x", str(sent.flow), GATE, payload, options)
+        _bound_case(session, result, category, op, category != "valid-resume-as")
+
+
+def _re_created(session: Session, result: CorpusResult, exp: int) -> None:
+    """x erased and started again: the same flow and input park at the same seq with the same digest,
+    but it is not the execution whose park the approver saw. The approval made for the original (a
+    kernel that signs its own signs it then) is refused; one made for the new execution is accepted."""
+    _setup(session, "x")
+    park, echo = _park(session, "x")
+    payload = {**DECISION, **echo}
+    proof = proofs.sign(session, proofs.Claim("x", park, ACTOR, exp, GATE, payload), SECRET)
+    handed = proofs.for_kernel(session, GATE, payload, {"proof": proof}, "x")  # as the original was handed it
+    session.erase("x")
+    session.apply(Start("x", "f", None))
+    _bound_case(session, result, "re-created-execution", Resume("x", GATE, payload, handed), True, scripted=False)
+    if session.read_state("x").get("status") != "suspended":
+        return  # accepted: the violation is recorded, and nothing is parked to approve again
+    park, echo = _park(session, "x")
+    payload = {**DECISION, **echo}
+    fresh = proofs.sign(session, proofs.Claim("x", park, ACTOR, exp, GATE, payload,
+                                              incarnation=proofs.incarnation(session.trace, "x")), SECRET)
+    _bound_case(session, result, "valid-re-created", Resume("x", GATE, payload, {"proof": fresh}), False,
+                scripted=False)

@@ -174,6 +174,14 @@ class ClaimEvent(_Message):
     payload: Any = None
 
 
+class ClaimOperation(_Message):
+    """What the approval is for, beyond ADR 0117 D2 (spec/signing.md section 10)."""
+
+    type: Literal["resume", "resumeAs"]
+    flowId: str | None = Field(default=None, description="resumeAs: the target flow")
+    transformState: Any = Field(default=None, description="resumeAs: the transformState it is sent with, or null")
+
+
 class Claim(_Message):
     """What an approver signs (ADR 0117 D2): the whole event and the one park it answers."""
 
@@ -183,6 +191,8 @@ class Claim(_Message):
     exp: int = Field(description="milliseconds since the epoch after which the proof is void")
     event: ClaimEvent
     discardLegacyAnswers: Any = Field(default=False, description="false, or the override {stepId, count} (ADR 0104 D2)")
+    operation: ClaimOperation | None = Field(default=None, description="the operation the approval is for, so a "
+                                             "format can bind it (spec/signing.md section 10); absent: a resume")
 
 
 class Sign(_Request):

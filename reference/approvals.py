@@ -9,6 +9,12 @@ approver's half.
   `verify` never raises, whatever it is given.
 * `answer_approval`: the resume event for a parked state, echoing the gate's
   viewDigest (D1). `parked_at_sequence`: the seq an approver signs (Round 2).
+* Beyond ADR 0117 D2 (spec/signing.md section 10): a proof also binds the operation
+  it answers when that is a resumeAs (its target flow and transformState), and the
+  incarnation of the execution when it was re-created after erase; the verify
+  context carries both (`operation`, `incarnation`). A plain resume of an
+  execution never erased signs exactly D2's bytes, so ADR-only approvers and
+  verifiers interoperate with it unchanged.
 
 A resume event is a plain dict::
 
@@ -35,7 +41,7 @@ from loomcheck.spec.canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_json
 __all__ = [
     "MIN_SECRET_BYTES", "PURPOSE", "REJECTIONS", "CHECK_ORDER", "Secret", "Keys", "Verdict", "WeakSecretError",
     "SignedResumeAuthenticator", "signed_discard", "signing_input", "sign_resume", "answer_approval",
-    "parked_at_sequence",
+    "parked_at_sequence", "signed_binding",
 ]
 
 JSON = Any
@@ -157,12 +163,34 @@ def signed_discard(value: object) -> Literal[False] | dict[str, JSON]:
     return {"count": count, "stepId": step_id}
 
 
-def signing_input(event: dict, *, actor: str, exp: int, execution_id: str, parked_at_sequence: int) -> bytes:
+def signed_binding(resume_as: Mapping[str, JSON] | None, incarnation: int) -> dict[str, JSON]:
+    """spec/signing.md section 10 (beyond ADR 0117 D2): the members that bind a proof to a
+    resumeAs, `{"resumeAs": {"flowId", "transformState"}}`, and to the `incarnation`-th
+    execution under its id, `{"incarnation": n}` from the second on. None of them for a plain
+    resume of an execution never erased: D2's bytes exactly. TypeError/ValueError otherwise."""
+    members: dict[str, JSON] = {}
+    if resume_as is not None:
+        _require(isinstance(resume_as, Mapping) and set(resume_as) <= {"flowId", "transformState"}, TypeError,
+                 "resume_as is {flowId, transformState?}")
+        flow = resume_as.get("flowId")
+        _require(isinstance(flow, str) and flow != "", TypeError, "resume_as.flowId must be a non-empty str")
+        # The transform as the caller sent it: what the target runs with is its outcome (ADR 0056 D1).
+        members["resumeAs"] = {"flowId": flow, "transformState": resume_as.get("transformState")}
+    _require(_is_int(incarnation) and 1 <= incarnation <= MAX_SAFE_INTEGER, ValueError,
+             "incarnation is an integer >= 1")
+    if incarnation > 1:
+        members["incarnation"] = incarnation
+    return members
+
+
+def signing_input(event: dict, *, actor: str, exp: int, execution_id: str, parked_at_sequence: int,
+                  resume_as: Mapping[str, JSON] | None = None, incarnation: int = 1) -> bytes:
     """The exact bytes the HMAC covers: canonical JSON (spec/canonical-json.md) of the
-    whole event and the park it answers, UTF-8 (ADR 0117 D2). An absent payload is
-    null; discardLegacyAnswers is signed as `signed_discard` says (ADR 0104 D2).
-    Raises TypeError/ValueError (CanonicalError for a payload with no canonical
-    form) for anything unsignable."""
+    whole event and the park it answers, UTF-8 (ADR 0117 D2); for a resumeAs or a
+    re-created execution, also the operation and the incarnation (`signed_binding`).
+    An absent payload is null; discardLegacyAnswers is signed as `signed_discard`
+    says (ADR 0104 D2). Raises TypeError/ValueError (CanonicalError for a payload
+    with no canonical form) for anything unsignable."""
     _require(isinstance(event, dict), TypeError, "a resume event is a dict")
     _require(isinstance(event.get("type"), str), TypeError, "the event's type must be a str")
     # ADR 0104 D2: the authenticator MUST cover the override, not just the payload.
@@ -173,6 +201,7 @@ def signing_input(event: dict, *, actor: str, exp: int, execution_id: str, parke
     _require(_is_int(parked_at_sequence), TypeError, "parked_at_sequence must be an int")
     _require(parked_at_sequence >= 1, ValueError, "parked_at_sequence is the seq of an EXECUTION_SUSPENDED: >= 1")
     signed = {
+        **signed_binding(resume_as, incarnation),  # spec/signing.md section 10
         "purpose": PURPOSE,
         "eventType": event["type"],
         "payload": event.get("payload"),
@@ -190,12 +219,14 @@ def _mac(secret: bytes, message: bytes) -> str:
 
 
 def sign_resume(event: dict, *, actor: str, secret: str | bytes, exp: int, execution_id: str,
-                parked_at_sequence: int) -> dict:
-    """The approver's half: a copy of `event` carrying `proof` {actor, exp, signature}.
-    Refuses a weak secret (WeakSecretError) and an unsignable event or missing park."""
+                parked_at_sequence: int, resume_as: Mapping[str, JSON] | None = None, incarnation: int = 1) -> dict:
+    """The approver's half: a copy of `event` carrying `proof` {actor, exp, signature}, for a
+    plain resume, or for the resumeAs `resume_as` names ({flowId, transformState}); at the
+    `incarnation`-th execution under its id (spec/signing.md section 10). Refuses a weak
+    secret (WeakSecretError) and an unsignable event or missing park."""
     key = _secret_bytes(secret)
     message = signing_input(event, actor=actor, exp=exp, execution_id=execution_id,
-                            parked_at_sequence=parked_at_sequence)
+                            parked_at_sequence=parked_at_sequence, resume_as=resume_as, incarnation=incarnation)
     signed = _json_copy(event)
     signed["proof"] = {"actor": actor, "exp": exp, "signature": _mac(key, message)}
     return signed
@@ -318,12 +349,14 @@ class SignedResumeAuthenticator:
         exp = proof.get("exp")
         if not _is_int(exp):  # a bool is not a time; a string is not a number
             raise _Rejected("no-expiry")
-        # 2. the park it answers (ADR 0117 D2: without a context, or unparked, it rejects)
+        # 2. the park it answers (ADR 0117 D2: without a context, or unparked, it rejects), and the
+        # operation and incarnation it is presented for (spec/signing.md section 10)
         execution_id, parked_at = _park(context)
-        # 3. the key, then the signature over the whole event and the park
+        resume_as, incarnation = _operation(context)
+        # 3. the key, then the signature over the whole event, the park and the operation
         secrets = self._secrets_of(actor)
-        if not self._signature_holds(event, signature, secrets, actor=actor, exp=exp,
-                                     execution_id=execution_id, parked_at_sequence=parked_at):
+        if not self._signature_holds(event, signature, secrets, actor=actor, exp=exp, execution_id=execution_id,
+                                     parked_at_sequence=parked_at, resume_as=resume_as, incarnation=incarnation):
             raise _Rejected("bad-signature")
         # 4. a verified proof: its expiry, its caller, the app's policy
         if self._expired(exp):
@@ -389,6 +422,26 @@ def _park(context: object) -> tuple[str, int]:
     if not isinstance(execution_id, str) or execution_id == "" or not _is_int(parked_at) or parked_at < 1:
         raise _Rejected("no-park-context")
     return execution_id, parked_at
+
+
+def _operation(context: dict) -> tuple[dict[str, JSON] | None, int]:
+    """(resumeAs {flowId, transformState} or None, incarnation) from the verify context: what the
+    runtime is about to do with the approval (spec/signing.md section 10). Absent members are a
+    plain resume of the first incarnation, as a caller of ADR 0117 D2's SPI passes; malformed
+    ones are no-park-context, failing closed."""
+    operation = context.get("operation")
+    incarnation = context.get("incarnation", 1)
+    if incarnation is None:
+        incarnation = 1
+    if not _is_int(incarnation) or not 1 <= incarnation <= MAX_SAFE_INTEGER:
+        raise _Rejected("no-park-context")
+    if operation is None or operation == {"type": "resume"}:
+        return None, incarnation
+    if not isinstance(operation, dict) or operation.get("type") != "resumeAs" \
+            or not set(operation) <= {"type", "flowId", "transformState"} \
+            or not isinstance(operation.get("flowId"), str) or operation["flowId"] == "":
+        raise _Rejected("no-park-context")
+    return {"flowId": operation["flowId"], "transformState": operation.get("transformState")}, incarnation
 
 
 def _principal_disagrees(context: dict, actor: str) -> bool:

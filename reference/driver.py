@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 FEATURES = ["fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
             "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard", "view-digest", "timers",
-            "security", "code-versions", "state-migration", "legacy-scan", "retention"]
+            "security", "operation-binding", "code-versions", "state-migration", "legacy-scan", "retention"]
 # On SQLite the reference is durable (its store, ledger, clock and warnings live under
 # LOOMCHECK_STORE_DIR when that is set) and can kill itself at an append (docs/protocol.md).
 PROCESS_FEATURES = ["durable", "kill-points"]
@@ -146,6 +146,11 @@ class ReferenceDriver:
 
     def parked_at_sequence(self, execution_id: str) -> int | None:
         return self.runtime.parked_at_sequence(execution_id)
+
+    def incarnation(self, execution_id: str) -> int:
+        """Not a driver operation: which execution under this id it is, for a wrapper that signs the
+        reference's proofs itself (spec/signing.md section 10; tests/permuted/proofs.py)."""
+        return self.runtime.incarnation(execution_id)
 
     def restart(self) -> None:
         """A process restart: the runtime's memory is gone; the store, the deployed

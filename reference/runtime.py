@@ -26,7 +26,8 @@ The ingress of a resume, in order (each step refuses before anything is appended
    park is also woken by TIMER_FIRED);
 2. the binding (ADR 0117 D1, D5): a TIMER_FIRED needs the system grant on a
    strict runtime; any other answer must echo the parked viewDigest;
-3. identity (ADR 0077 D3, ADR 0117 D2): the authenticator, bound to this park;
+3. identity (ADR 0077 D3, ADR 0117 D2): the authenticator, bound to this park
+   (and, beyond the ADR, to the operation and incarnation: spec/signing.md section 10);
 3a. the code (K11): a plain resume is refused code-mismatch when the registered
    program is not the version the execution is pinned to;
 3b. legacy answers (ADR 0104 D2, R1a; spec/legacy-logs.md): the stray scan warns,
@@ -143,6 +144,11 @@ class Runtime:
             base.sequence = snapshot[0]
         return fold(events, base, self.handlers), events
 
+    def incarnation(self, execution_id: str) -> int:
+        """Which execution under this id it is (1 + the store's erasures of the id): what an approver
+        of a re-created execution signs beside its park (spec/signing.md section 10)."""
+        return self.store.incarnation(execution_id)
+
     def parked_at_sequence(self, execution_id: str) -> int | None:
         """The seq of the EXECUTION_SUSPENDED that parked the execution: what an approver signs."""
         state, events = self.load(execution_id)
@@ -253,7 +259,8 @@ class Runtime:
             self.check_resumable(state, event_type)
             # ADR 0077 D4: the TARGET flow's declared shape, before EXECUTION_MIGRATED.
             answer, grant, discard = self.admit(execution_id, state, events, event_type, answer, options,
-                                                target_flow)
+                                                target_flow, operation={"type": "resumeAs", "flowId": target_flow,
+                                                                        "transformState": options.transform_state})
         else:
             # Nothing is parked; a re-open of a terminal execution is judged as live (D2).
             discard = self.scan_legacy(execution_id, target_flow, options, None, event_type,
@@ -313,14 +320,14 @@ class Runtime:
                                         f"(with a transformState if its input contract changed)")
 
     def admit(self, execution_id: str, state: State, events: list[Event], event_type: str, answer: JSON,
-              options: ResumeOptions, flow_id: str | None,
-              pinned: bool = False) -> tuple[JSON, Verdict | None, Discard | None]:
+              options: ResumeOptions, flow_id: str | None, pinned: bool = False,
+              operation: dict[str, JSON] | None = None) -> tuple[JSON, Verdict | None, Discard | None]:
         """After the ingress gate, in order: the binding, identity, the code (a plain
         resume runs on the code it is pinned to), legacy answers, then shape (ADR 0077
         D3, ADR 0117 D1, D2, D5, ADR 0104 D2). The answer to record, the
         authenticator's grant and the operator's override, if any."""
         self.check_binding(state, event_type, answer, options)
-        grant = self.authenticate(execution_id, state, events, event_type, answer, options)
+        grant = self.authenticate(execution_id, state, events, event_type, answer, options, operation)
         self._require_flow(flow_id)
         if pinned:
             self.check_code(state)  # the shape is the pinned code's, which must be the one registered
@@ -441,9 +448,10 @@ class Runtime:
                                          "the answer does not echo the viewDigest of the proposal this gate parked on")
 
     def authenticate(self, execution_id: str, state: State, events: list[Event], event_type: str, answer: JSON,
-                     options: ResumeOptions) -> Verdict | None:
+                     options: ResumeOptions, operation: dict[str, JSON] | None = None) -> Verdict | None:
         """Identity, before shape (ADR 0077 D3): the authenticator sees exactly what the
-        caller sent, bound to the park it answers (ADR 0117 D2)."""
+        caller sent, bound to the park it answers (ADR 0117 D2), to the operation (None: a
+        plain resume) and to the incarnation (spec/signing.md section 10)."""
         authenticator = self.security.authenticator
         if authenticator is None or not authenticator.applies_to(event_type):
             return None
@@ -451,7 +459,8 @@ class Runtime:
         if parked_at is None:
             raise ResumeRefusedError("park-not-located", "the EXECUTION_SUSPENDED this approval answers is no "
                                                          "longer in the log; an approval is never bound to the tip")
-        context = {"executionId": execution_id, "parkedAtSequence": parked_at, "principal": options.principal}
+        context = {"executionId": execution_id, "parkedAtSequence": parked_at, "principal": options.principal,
+                   "operation": operation or {"type": "resume"}, "incarnation": self.incarnation(execution_id)}
         verdict = authenticator.verify(options.event(event_type, answer), context)
         if verdict.status == "rejected":
             raise ResumeRefusedError("unauthenticated", f"the approval was rejected: {verdict.reason}")

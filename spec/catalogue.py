@@ -27,7 +27,7 @@ ADRS = ("0056", "0057", "0077", "0104", "0117")
 # "not-applicable" for every invariant that requires it, never "pass".
 FEATURES = ("fold", "load-log", "recover", "resume-as", "restart", "effect-ledger", "input-validation",
             "resume-schemas", "human-steps", "in-doubt", "parallel", "emit-guard", "view-digest", "timers",
-            "security", "signing", "code-versions", "state-migration", "legacy-scan", "retention", "durable",
+            "security", "signing", "operation-binding", "code-versions", "state-migration", "legacy-scan", "retention", "durable",
             "kill-points")
 
 # How an invariant is exercised. "stateful": the Hypothesis state machine

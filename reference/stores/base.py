@@ -64,11 +64,18 @@ class EventStore(Protocol):
         ...
 
     def erase(self, execution_id: str) -> None:
-        """Forget one execution: its events and its snapshot."""
+        """Forget one execution: its events and its snapshot. The store remembers that it
+        erased it: the next execution under the id is its next incarnation."""
+        ...
+
+    def incarnation(self, execution_id: str) -> int:
+        """1 + how many times this store erased `execution_id`: an execution re-created under an
+        erased id is not the one an approver saw, so its proofs name it (spec/signing.md
+        section 10). Kept by erase, dropped by clear (a new store)."""
         ...
 
     def clear(self) -> None:
-        """Forget every execution."""
+        """Forget every execution, and every erasure: a new store."""
         ...
 
     def close(self) -> None:

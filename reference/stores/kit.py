@@ -484,6 +484,27 @@ class StoreConformance:
         assert store.executions() == ["y"]
         assert_events(store.append("x", 1, [("again", None)]), "x", [(1, "again", None)])
 
+    def test_erase_counts_incarnations_and_clear_forgets_them(self) -> None:
+        """The execution re-created under an erased id is the id's next incarnation, which its
+        approvals name (spec/signing.md section 10); other ids are untouched; clear() starts over."""
+        store = self.store()
+        store.append("x", 1, [("a", 1)])
+        assert store.incarnation("x") == 1 and store.incarnation("never") == 1
+        store.erase("x")
+        assert store.incarnation("x") == 2
+        store.append("x", 1, [("again", None)])
+        store.erase("x")
+        assert store.incarnation("x") == 3 and store.incarnation("y") == 1
+        store.clear()
+        assert store.incarnation("x") == 1
+
+    def test_erasures_survive_reopening(self) -> None:
+        """A restart must not hand the original's approvals to the re-created execution (durable stores only)."""
+        first = self.store()
+        first.append("x", 1, [("a", 1)])
+        first.erase("x")
+        assert self.reopened(first).incarnation("x") == 2
+
     # ----------------------------------------------------------------- clear
 
     def test_clear_forgets_everything(self) -> None:

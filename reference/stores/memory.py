@@ -14,6 +14,7 @@ class InMemoryEventStore:
     def __init__(self) -> None:
         self._logs: dict[str, list[tuple[int, str, str]]] = {}
         self._snapshots: dict[str, tuple[int, str]] = {}
+        self._erasures: dict[str, int] = {}  # id -> times erased: the next execution under it is a new incarnation
 
     def append(self, execution_id: str, expected_seq: int, entries: Sequence[tuple[str, JSON]]) -> list[Event]:
         encoded = [encode_entry(event_type, payload) for event_type, payload in entries]
@@ -66,10 +67,15 @@ class InMemoryEventStore:
     def erase(self, execution_id: str) -> None:
         self._logs.pop(execution_id, None)
         self._snapshots.pop(execution_id, None)
+        self._erasures[execution_id] = self._erasures.get(execution_id, 0) + 1
+
+    def incarnation(self, execution_id: str) -> int:
+        return self._erasures.get(execution_id, 0) + 1
 
     def clear(self) -> None:
         self._logs.clear()
         self._snapshots.clear()
+        self._erasures.clear()
 
     def close(self) -> None:
         pass

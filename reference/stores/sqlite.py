@@ -41,6 +41,12 @@ SCHEMA: tuple[str, ...] = (
         seq INTEGER NOT NULL,
         state TEXT NOT NULL
     )""",
+    # How many times each id was erased: the next execution under it is its next incarnation,
+    # which approvals name (spec/signing.md section 10). A file written before it gains it empty.
+    """CREATE TABLE IF NOT EXISTS erasures (
+        execution_id TEXT PRIMARY KEY,
+        count INTEGER NOT NULL
+    )""",
 )
 
 # The range reads, public so tests can check their query plans use the primary key.
@@ -165,9 +171,18 @@ class SqliteEventStore:
                 ("DELETE FROM events WHERE execution_id = ? AND seq <= ?", (execution_id, upto))])
 
     def erase(self, execution_id: str) -> None:
+        """The events, the snapshot and the count of erasures in one transaction: no reader sees
+        the id forgotten but not yet counted, which would let the original's approvals through."""
         with self._connection() as conn:
             self._transaction(conn, [("DELETE FROM events WHERE execution_id = ?", (execution_id,)),
-                                     ("DELETE FROM snapshots WHERE execution_id = ?", (execution_id,))])
+                                     ("DELETE FROM snapshots WHERE execution_id = ?", (execution_id,)),
+                                     ("INSERT INTO erasures (execution_id, count) VALUES (?, 1) "
+                                      "ON CONFLICT (execution_id) DO UPDATE SET count = count + 1", (execution_id,))])
+
+    def incarnation(self, execution_id: str) -> int:
+        with self._connection() as conn:
+            found = conn.execute("SELECT count FROM erasures WHERE execution_id = ?", (execution_id,)).fetchone()
+        return (found[0] if found else 0) + 1
 
     @staticmethod
     def _transaction(conn: sqlite3.Connection, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
@@ -188,6 +203,7 @@ class SqliteEventStore:
             try:
                 conn.execute("DELETE FROM events")
                 conn.execute("DELETE FROM snapshots")
+                conn.execute("DELETE FROM erasures")
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:

@@ -63,6 +63,7 @@ CATCHES: dict[str, tuple[str, ...]] = {
     "digest_not_enforced": ("approvals.digest-echoed",),
     "shallow_views": ("approvals.digest-depth",),
     "park_unbound_signature": ("approvals.signature-bound",),
+    "reused_approval": ("approvals.operation-bound",),
     "silent_grant": ("approvals.granted-evidence",),
     "fifteen_byte_secret": ("approvals.weak-secret",),
     "binds_the_tip": ("approvals.park-located",),

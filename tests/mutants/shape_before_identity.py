@@ -8,10 +8,10 @@ from loomcheck.reference.runtime import Runtime
 
 
 class ShapeFirstRuntime(Runtime):
-    def authenticate(self, execution_id, state, events, event_type, answer, options):
+    def authenticate(self, execution_id, state, events, event_type, answer, options, operation=None):
         if state.flow_id in self.flows:
             self.parse_answer(self.flows[state.flow_id], event_type, answer)  # may refuse invalid-payload first
-        return super().authenticate(execution_id, state, events, event_type, answer, options)
+        return super().authenticate(execution_id, state, events, event_type, answer, options, operation)
 
 
 def make() -> ReferenceDriver:

@@ -17,7 +17,12 @@ inner kernel, which then judges what it always judged (the park and execution th
 against the ones the resume answers, the expiry, the principal), so a seeded inner mutant keeps
 its bug. A proof whose MAC does not hold is handed on as a proof the inner kernel refuses for the
 same reason: no actor is actor-missing, no MAC unsigned, no integer expiry no-expiry, an actor
-without keys unknown-actor, anything else bad-signature."""
+without keys unknown-actor, anything else bad-signature.
+
+Its format follows ADR 0117 D2 only: it does not bind the operation nor the incarnation
+(spec/signing.md section 10 is the choice it makes the other way), so a proof of its own for a
+resume is translated into the inner kernel's proof for whatever resume or resumeAs it is sent
+with, at the execution the inner kernel holds now, and it declares no "operation-binding"."""
 
 from __future__ import annotations
 
@@ -27,7 +32,7 @@ import hmac
 import json
 from typing import Any, Callable
 
-from loomcheck.properties.signing import secrets_of, sign as spec_sign, signed_discard
+from loomcheck.properties.signing import binding, secrets_of, sign as spec_sign, signed_discard
 from loomcheck.spec.canonical import CanonicalError
 from loomcheck.spec.files import json_headroom
 
@@ -92,6 +97,7 @@ class OwnProofsDriver:
         features = list(data.get("features", []))
         if "security" in features and "signing" not in features:
             features.append("signing")
+        features = [f for f in features if f != "operation-binding"]  # its own format binds neither
         return {**data, "features": features}
 
     def reset(self) -> None:
@@ -131,12 +137,16 @@ class OwnProofsDriver:
                           "mac": mac(secrets[-1], message)}}
 
     # -- the verifier's side --------------------------------------------------------------
-    def _translated(self, event_type: str, payload: JSON, options: JSON) -> JSON:
+    def _translated(self, event_type: str, payload: JSON, options: JSON, execution_id: str,
+                    flow_id: str | None = None) -> JSON:
         if not isinstance(options, dict) or "proof" not in options:
             return options
-        return {**options, "proof": self._spec_proof(event_type, payload, options)}
+        # What the inner kernel binds beyond ADR 0117 D2 (spec/signing.md section 10), whatever this proof was for.
+        incarnation = getattr(self.inner, "incarnation", lambda execution: 1)(execution_id)
+        bound = binding(flow_id, options.get("transformState"), incarnation)
+        return {**options, "proof": self._spec_proof(event_type, payload, options, bound)}
 
-    def _spec_proof(self, event_type: str, payload: JSON, options: dict[str, JSON]) -> JSON:
+    def _spec_proof(self, event_type: str, payload: JSON, options: dict[str, JSON], bound: dict[str, JSON]) -> JSON:
         """The proof the inner kernel is handed: the same claim in spec/signing.md's format when
         this format's MAC holds, else one it refuses for the reason this one fails."""
         proof = options.get("proof")
@@ -160,19 +170,19 @@ class OwnProofsDriver:
         for secret in secrets_of(self.keys, actor):
             if self.compare(given, mac(secret, message)):
                 signed = spec_sign(event_type, payload, actor=actor, secret=secret, exp=exp, execution=execution,
-                                   parked_at=parked_at, discard=discard or False)
+                                   parked_at=parked_at, discard=discard or False, bound=bound)
                 return signed if signed is not None else refused
         return refused
 
     def resume(self, execution_id: str, event_type: str, payload: JSON, options: JSON = None) -> Any:
-        options = self._translated(event_type, payload, options)
+        options = self._translated(event_type, payload, options, execution_id)
         if options:
             return self.inner.resume(execution_id, event_type, payload, options)
         return self.inner.resume(execution_id, event_type, payload)
 
     def resume_as(self, execution_id: str, flow_id: str, event_type: str, payload: JSON,
                   options: JSON = None) -> Any:
-        options = self._translated(event_type, payload, options)
+        options = self._translated(event_type, payload, options, execution_id, flow_id)
         if options:
             return self.inner.resume_as(execution_id, flow_id, event_type, payload, options)
         return self.inner.resume_as(execution_id, flow_id, event_type, payload)
