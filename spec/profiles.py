@@ -23,7 +23,7 @@ class _Strict(BaseModel):
 
 class Choice(_Strict):
     id: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
-    kind: Literal["bytes", "wire-format", "reason", "order", "label", "text", "name", "shape"]
+    kind: Literal["bytes", "wire-format", "reason", "order", "label", "text", "name", "shape", "limit"]
     chose: str = Field(min_length=1)
     why: str = Field(min_length=1)
     adr: str = Field(pattern=r"^\d{4}$")

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from loomcheck.reference.events import JSON, Event, loads
 from loomcheck.reference.stores.base import StaleAppendError, StoreError
-from loomcheck.reference.stores.encoding import encode_entry, encode_payload
+from loomcheck.reference.stores.encoding import check_id, encode_entry, encode_snapshot, storable_id
 
 SCHEMA: tuple[str, ...] = (
     # WITHOUT ROWID: the primary key is the table's only b-tree, so range reads
@@ -88,6 +88,7 @@ class SqliteEventStore:
         refused without touching the file; the next sequence is read under the
         write lock, so the comparison cannot go stale before the insert.
         """
+        check_id(execution_id)
         encoded = [encode_entry(event_type, payload) for event_type, payload in entries]
         rows = [(execution_id, expected_seq + offset, t, text) for offset, (t, text) in enumerate(encoded)]
         with self._connection() as conn:
@@ -106,6 +107,8 @@ class SqliteEventStore:
 
     def read(self, execution_id: str, after: int = 0, upto: int | None = None) -> list[Event]:
         """Events with `after < seq <= upto`, walked in primary-key order."""
+        if not storable_id(execution_id):
+            return []  # an id no store keeps names no execution
         with self._connection() as conn:
             if upto is None:
                 found = conn.execute(SELECT_AFTER, (execution_id, after)).fetchall()
@@ -115,6 +118,8 @@ class SqliteEventStore:
 
     def next_seq(self, execution_id: str) -> int:
         """One past the last event, else one past the snapshot, else 1."""
+        if not storable_id(execution_id):
+            return 1
         with self._connection() as conn:
             return self._next_seq(conn, execution_id)
 
@@ -128,7 +133,8 @@ class SqliteEventStore:
 
     def put_snapshot(self, execution_id: str, seq: int, state: dict[str, Any]) -> None:
         """Store (or replace) the folded state as of `seq`."""
-        text = encode_payload(state)
+        check_id(execution_id)
+        text = encode_snapshot(state)
         with self._connection() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO snapshots (execution_id, seq, state) VALUES (?, ?, ?)",
@@ -136,13 +142,16 @@ class SqliteEventStore:
             )
 
     def get_snapshot(self, execution_id: str) -> tuple[int, dict[str, Any]] | None:
+        if not storable_id(execution_id):
+            return None
         with self._connection() as conn:
             found = conn.execute(SELECT_SNAPSHOT, (execution_id,)).fetchone()
         return (found[0], loads(found[1])) if found else None
 
     def truncate_prefix(self, execution_id: str, upto: int, state: dict[str, Any]) -> None:
         """The snapshot and the deletion in one transaction: a reader sees the log whole or truncated."""
-        text = encode_payload(state)
+        check_id(execution_id)
+        text = encode_snapshot(state)
         with self._connection() as conn:
             if upto < 0 or upto >= self._next_seq(conn, execution_id):
                 raise StoreError(f"cannot truncate {execution_id!r} up to seq {upto}: the log ends before it")
@@ -152,6 +161,8 @@ class SqliteEventStore:
                 ("DELETE FROM events WHERE execution_id = ? AND seq <= ?", (execution_id, upto))])
 
     def erase(self, execution_id: str) -> None:
+        if not storable_id(execution_id):
+            return
         with self._connection() as conn:
             self._transaction(conn, [("DELETE FROM events WHERE execution_id = ?", (execution_id,)),
                                      ("DELETE FROM snapshots WHERE execution_id = ?", (execution_id,))])
