@@ -153,3 +153,42 @@ def test_a_malformed_configure_is_refused_and_changes_nothing(driver: ReferenceD
     outcome = assert_data(driver.configure(config))
     assert not outcome.ok and outcome.error == "ConfigError", outcome
     assert driver.resume("x", "go", {"ok": True}).ok, "the previous (permissive) configuration still holds"
+
+
+# --------------------------------------------------------------------------- the corpus other kernels get
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_the_hostile_payloads_corpus_passes_on_the_reference(store: str) -> None:
+    from loomcheck.fuzz.hostile import payloads
+    from loomcheck.harness.session import Session, hello_of
+    from loomcheck.properties.hostilepayloads import run_hostile_payloads
+
+    kernel = ReferenceDriver(store=store)
+    try:
+        result = run_hostile_payloads(Session(kernel, frozenset(hello_of(kernel).features)))
+    finally:
+        kernel.close()
+    assert result.cases == 2 * len(payloads()) and result.violations == [], result.violations[:2]
+
+
+def test_a_counterexample_holding_a_payload_20000_deep_is_written_and_read_back(tmp_path) -> None:
+    """A start's input and a resume's payload are kept as given at any depth (pydantic's JsonValue
+    stops near 255 levels, json's recursion near 5000 here), and written on one line (indenting would
+    grow with the square of the depth)."""
+    from loomcheck.spec.regressions import RegressionLog, dump_regression, load_regression
+
+    deep = nest("array", 20_000, "leaf")
+    log = RegressionLog.model_validate({
+        "name": "deep", "description": "d", "adr": "0077", "invariants": ["log.stays-readable"],
+        "origin": "counterexample", "operations": [
+            {"op": "define", "flow": "f", "program": GATE}, {"op": "start", "execution": "x", "flow": "f", "input": deep},
+            {"op": "resume", "execution": "x", "type": "go", "payload": {"deep": deep}}]})
+    path = tmp_path / "deep.json"
+    path.write_text(dump_regression(log), encoding="utf-8")
+    assert len(path.read_text(encoding="utf-8").splitlines()) == 1
+    back = load_regression(path)
+    node = back.operations[1].input
+    for _ in range(20_000):
+        (node,) = node
+    assert node == "leaf" and dump_regression(back) == dump_regression(log)
