@@ -192,3 +192,34 @@ def test_a_counterexample_holding_a_payload_20000_deep_is_written_and_read_back(
     for _ in range(20_000):
         (node,) = node
     assert node == "leaf" and dump_regression(back) == dump_regression(log)
+
+
+# --------------------------------------------------------------------------- the campaign (bench/hostile_inputs.py)
+
+
+def test_a_hostile_campaign_of_2000_operations_on_sqlite_finds_nothing() -> None:
+    """Starts and resumes (and some resumeAs, recoveries, configurations) with hostile arguments:
+    every refusal typed and leaving the file as it was, every acceptance readable and foldable.
+    The 110 000-operation run is `python -m loomcheck.bench.hostile_inputs`."""
+    from loomcheck.bench.hostile_inputs import run
+
+    tally = run(2000, seed=20_240)
+    assert tally.clean, tally.problems
+    assert tally.kinds["start"] + tally.kinds["resume"] > 1700 and tally.accepted > 200
+    assert {"payload-too-large", "input-too-large", "invalid-payload", "invalid-input", "gate-mismatch",
+            "kernel-namespace", "unknown-execution", "view-digest-mismatch", "invalid-config"} <= set(tally.refused)
+
+
+def test_the_campaign_counts_what_a_broken_kernel_does() -> None:
+    """The campaign's judgement can fail: a refusal that appends (the appending_refusal mutant), and a
+    kernel that takes any depth into a store that keeps no more than 136 levels (deep_poison's
+    runtime), which raises instead of answering."""
+    from loomcheck.bench.hostile_inputs import run
+    from mutants.appending_refusal import AppendingRefusalRuntime
+    from mutants.deep_poison import RECURSIVE_HANDLERS, UnboundedRuntime
+
+    appending = run(150, seed=3, kernel=lambda: ReferenceDriver(store="sqlite", runtime_class=AppendingRefusalRuntime))
+    assert appending.mistaken_appends > 0 and not appending.clean
+    unbounded = run(150, seed=3, kernel=lambda: ReferenceDriver(store="sqlite", runtime_class=UnboundedRuntime,
+                                                                  handlers=RECURSIVE_HANDLERS))
+    assert unbounded.crashes > 0, unbounded.problems
