@@ -128,44 +128,48 @@ def to_plain_json(value: JSON, max_depth: int = STORED_DEPTH, max_bytes: int | N
     return loads(text)
 
 
+_CONTAINERS = (dict, list, tuple)
+
+
 def check_json_shape(value: JSON, max_depth: int | None = None, max_bytes: int | None = None) -> None:
     """Object keys are strings (json.dumps would silently turn int keys into strings, and a
     round trip change the value), at most `max_depth` containers nest, and the JSON text
     is at most `max_bytes` long, counted low (a scalar is one byte, a string its length and
     quotes). With both bounds the walk ends on any value, one that contains itself included;
-    with neither, only on a value json.dumps has already written. One pass, scalars counted
-    where they stand: only containers go on the stack."""
-    budget = max_bytes if max_bytes is not None else -1
-    if not isinstance(value, (dict, list, tuple)):
-        if budget >= 0 and (len(value) + 2 if isinstance(value, str) else 1) > budget:
+    with neither, only on a value json.dumps has already written. One pass in which only
+    containers go on the stack; scalars are counted where they stand."""
+    if not isinstance(value, _CONTAINERS):
+        if max_bytes is not None and (len(value) + 2 if isinstance(value, str) else 1) > max_bytes:
             raise TooLarge(f"more than {max_bytes} bytes of JSON text")
         return
+    deepest = max_depth if max_depth is not None else float("inf")
+    budget = max_bytes if max_bytes is not None else float("inf")
     stack: list[tuple[JSON, int]] = [(value, 1)]
     while stack:
         item, level = stack.pop()
-        if max_depth is not None and level > max_depth:
+        if level > deepest:
             raise TooLarge(f"nested deeper than {max_depth} arrays/objects")
-        cost = len(item) + 1 if item else 2  # the brackets and the commas between members
+        budget -= len(item) + 1 if item else 2  # the brackets and the commas between members
         if isinstance(item, dict):
             for key in item:
                 if type(key) is not str and not isinstance(key, str):
                     raise NotJson(f"object key {key!r} is not a string")
-                cost += len(key) + 3
+                budget -= len(key) + 3
             children = item.values()
         else:
             children = item
         for sub in children:
             kind = type(sub)
             if kind is str:
-                cost += len(sub) + 2
-            elif kind is dict or kind is list or kind is tuple or isinstance(sub, (dict, list, tuple)):
+                budget -= len(sub) + 2
+            elif kind in _SCALARS:
+                budget -= 1
+            elif isinstance(sub, _CONTAINERS):
                 stack.append((sub, level + 1))
             else:
-                cost += len(sub) + 2 if isinstance(sub, str) else 1
-        if max_bytes is not None:
-            budget -= cost
-            if budget < 0:
-                raise TooLarge(f"more than {max_bytes} bytes of JSON text")
+                budget -= len(sub) + 2 if isinstance(sub, str) else 1
+        if budget < 0:
+            raise TooLarge(f"more than {max_bytes} bytes of JSON text")
 
 
 def check_text(value: object, max_bytes: int | None = None) -> str:

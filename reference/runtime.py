@@ -24,6 +24,10 @@ its outcome recorded as EXECUTION_MIGRATED.migratedInput, never run again.
 The ingress of a resume, in order (each step refuses before anything is appended):
 1. the ingress gate: kernel namespace, parked, the parked gate's name (a timed
    park is also woken by TIMER_FIRED);
+1a. the payload and the options it travels with are JSON a store holds, within
+   the bounds of reference/limits.py (invalid-payload, payload-too-large: ADR 0077
+   Context, once appended a payload is a permanent fold input); an id or a type
+   that is not storable text names no execution or gate;
 2. the binding (ADR 0117 D1, D5): a TIMER_FIRED needs the system grant on a
    strict runtime; any other answer must echo the parked viewDigest;
 3. identity (ADR 0077 D3, ADR 0117 D2): the authenticator, bound to this park;
