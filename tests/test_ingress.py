@@ -133,6 +133,24 @@ def test_every_argument_that_is_not_text_is_refused_typed(driver: ReferenceDrive
             assert driver.read_state("y")["sequence"] >= 0
 
 
+NOT_STORABLE: tuple[JSON, ...] = (float("nan"), float("inf"), {"a": [float("-inf")]}, {"\ud800": 1}, {"a": "x\udfff"},
+                                  {1: "int key"}, {"a": object()}, "x" * (1 << 20), ["é" * (1 << 19)])
+
+
+@pytest.mark.parametrize("where", ["start", "resume", "resume-as"])
+def test_a_value_no_store_holds_or_past_the_size_bound_is_refused(driver: ReferenceDriver, where: str) -> None:
+    """NaN, infinities, lone surrogates in keys and strings (SQLite cannot write them), int keys,
+    objects, and a value whose JSON text is a byte past the reference's 1 MiB: typed, nothing appended."""
+    assert driver.start("x", "f", None).ok
+    for value in NOT_STORABLE:
+        before = driver.read_log("x")
+        outcome = assert_data({"start": lambda: driver.start("y", "f", value),
+                               "resume": lambda: driver.resume("x", "go", value),
+                               "resume-as": lambda: driver.resume_as("x", "g", "go", value)}[where]())
+        assert not outcome.ok, value
+        assert driver.read_log("x") == before and driver.read_log("y") == []
+
+
 @pytest.mark.parametrize("bad", NOT_TEXT)
 def test_reads_of_an_id_no_execution_can_have_are_empty(driver: ReferenceDriver, bad: JSON) -> None:
     assert driver.read_log(bad) == []
