@@ -28,7 +28,7 @@ import sqlite3
 import sys
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from loomcheck.fuzz.hostile import ALL as HOSTILE_NAMES, nested
@@ -81,6 +81,11 @@ class Tally:
     @property
     def clean(self) -> bool:
         return not (self.mistaken_appends or self.crashes or self.untyped or self.unreadable)
+
+    def to_json(self) -> dict[str, JSON]:
+        """The tally as plain JSON (dataclasses.asdict would rebuild a Counter from its items)."""
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return {**data, "kinds": dict(self.kinds), "refused": dict(self.refused.most_common())}
 
     def problem(self, kind: str, text: str) -> None:
         setattr(self, kind, getattr(self, kind) + 1)
@@ -387,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     print(figures(tally))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
-            json.dump({"seed": args.seed, **asdict(tally)}, out, indent=2)
+            json.dump({"seed": args.seed, **tally.to_json()}, out, indent=2)
     return 0 if tally.clean else 1
 
 

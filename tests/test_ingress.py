@@ -215,17 +215,21 @@ def test_a_counterexample_holding_a_payload_20000_deep_is_written_and_read_back(
 # --------------------------------------------------------------------------- the campaign (bench/hostile_inputs.py)
 
 
-def test_a_hostile_campaign_of_2000_operations_on_sqlite_finds_nothing() -> None:
+def test_a_hostile_campaign_of_2000_operations_on_sqlite_finds_nothing(tmp_path, capsys) -> None:
     """Starts and resumes (and some resumeAs, recoveries, configurations) with hostile arguments:
     every refusal typed and leaving the file as it was, every acceptance readable and foldable.
-    The 110 000-operation run is `python -m loomcheck.bench.hostile_inputs`."""
-    from loomcheck.bench.hostile_inputs import run
+    The 110 000-operation run is `python -m loomcheck.bench.hostile_inputs`, this one its command."""
+    import json
 
-    tally = run(2000, seed=20_240)
-    assert tally.clean, tally.problems
-    assert tally.kinds["start"] + tally.kinds["resume"] > 1700 and tally.accepted > 200
+    from loomcheck.bench.hostile_inputs import main
+
+    assert main(["-n", "2000", "--seed", "20240", "--json", str(tmp_path / "tally.json")]) == 0
+    assert "crashes                   0" in capsys.readouterr().out
+    tally = json.loads((tmp_path / "tally.json").read_text())
+    assert (tally["mistaken_appends"], tally["crashes"], tally["untyped"], tally["unreadable"]) == (0, 0, 0, 0)
+    assert tally["kinds"]["start"] + tally["kinds"]["resume"] > 1700 and tally["accepted"] > 200
     assert {"payload-too-large", "input-too-large", "invalid-payload", "invalid-input", "gate-mismatch",
-            "kernel-namespace", "unknown-execution", "view-digest-mismatch", "invalid-config"} <= set(tally.refused)
+            "kernel-namespace", "unknown-execution", "view-digest-mismatch", "invalid-config"} <= set(tally["refused"])
 
 
 def test_the_campaign_counts_what_a_broken_kernel_does() -> None:
