@@ -73,11 +73,11 @@ def test_a_deep_value_never_leaves_an_execution_unreadable(driver: ReferenceDriv
 
 def test_the_reference_fold_copies_any_depth() -> None:
     """fold(events) of a log another kernel wrote: the fold's copies are no recursion, so a
-    payload nested 100 000 deep folds (and copy_json copies it) where a stack would overflow."""
-    deep = nest("object", 100_000, "leaf")
+    payload nested 20 000 deep folds (and copy_json copies it) where a stack would overflow."""
+    deep = nest("object", 20_000, "leaf")
     state = fold([Event("x", 1, "EXECUTION_STARTED", {"flowId": "f", "input": deep})])
     copied, node = state.variables["_input"], deep
-    for _ in range(100_000):
+    for _ in range(20_000):
         assert copied is not node and set(copied) == {"a"}
         copied, node = copied["a"], node["a"]
     assert copied == "leaf"
