@@ -43,3 +43,30 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
 }
 
 ALL: tuple[str, ...] = tuple(name for names in CATEGORIES.values() for name in names)
+
+
+# Values an outsider can send where a kernel stores JSON (a start's input, a resume's payload):
+# nested past what a recursive walk survives (Python's stack ends near 1000 frames and a copy
+# spends two per level, so 700 is already past it; 5000 is past most languages' JSON parsers'
+# defaults), longer than a sane payload, and keyed by the names above. A kernel may refuse each
+# (typed, appending nothing) or take it; it may not be left unreadable by it (ADR 0077 Context:
+# "Once appended it is a permanent fold input").
+DEPTHS = (700, 1_000, 5_000)
+HUGE_BYTES = 2 * 1024 * 1024
+
+
+def nested(kind: str, levels: int, leaf: object = 0) -> object:
+    """`leaf` inside `levels` arrays (kind "array") or objects {"a": ...}, built without recursion."""
+    value = leaf
+    for _ in range(levels):
+        value = [value] if kind == "array" else {"a": value}
+    return value
+
+
+def payloads() -> tuple[tuple[str, str, object], ...]:
+    """(category, label, value): the hostile values, deepest last in each category."""
+    deep = tuple(("deep", f"{kind}s nested {levels} deep", nested(kind, levels))
+                 for levels in DEPTHS for kind in ("array", "object"))
+    keyed = ("keys", "an object keyed by every JavaScript and Python name above",
+             {name: {name: True} for name in JAVASCRIPT + PYTHON})
+    return deep + (("huge", f"a string of {HUGE_BYTES} bytes", "x" * HUGE_BYTES), keyed)

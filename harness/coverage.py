@@ -41,6 +41,7 @@ class Item:
     requires: tuple[str, ...] = ()
     note: str | None = None  # how it is reached, when that is not obvious from its name
     unreachable: str | None = None  # why no driver call can reach it on any kernel (then never a gap)
+    optional: str | None = None  # why a correct kernel may never reach it, a choice of its own (then never a gap)
     one_of: tuple[str, ...] = ()  # and at least one of these: the several ways a case can get there
 
     @property
@@ -75,6 +76,16 @@ REFUSAL_REQUIRES: dict[str, tuple[str, ...]] = {
     "discard-on-kernel-resume": ("legacy-scan", "security", "timers"),  # a TIMER_FIRED wake carrying one
     "discard-unverified": ("legacy-scan", "security"),
     "discard-without-ambiguity": ("legacy-scan", "security"),  # needs a VERIFIED override (an authenticator)
+    "invalid-config": ("security",),
+}
+# Refusals a correct kernel may never make: the corpus that reaches them accepts either outcome.
+_BOUND = ("a bound of the kernel's own (the reference's: spec/profiles.toml, ingress-limits); a kernel that "
+          "takes every value the hostile-payloads corpus sends never refuses it")
+REFUSAL_OPTIONAL: dict[str, str] = {
+    "input-too-large": _BOUND,
+    "payload-too-large": _BOUND,
+    "invalid-config": "a kernel may read a malformed configuration leniently, and the suite sends only "
+                      "well-formed ones (the reference's refusal is tests/test_ingress.py's)",
 }
 
 _SCAN = ("legacy-scan", "load-log")
@@ -143,8 +154,8 @@ def _spec() -> tuple[tuple[Item, ...], frozenset[str], frozenset[str], frozenset
     """Read once: refusal items, emit refusal reasons, the allow-list, audit types, reserved prefix."""
     from loomcheck.spec.vocabulary import refusals, vocabulary
 
-    items = tuple(Item("refusal", r.reason, r.adr, r.decision, REFUSAL_REQUIRES.get(r.reason, ()))
-                  for r in refusals().refusal)
+    items = tuple(Item("refusal", r.reason, r.adr, r.decision, REFUSAL_REQUIRES.get(r.reason, ()),
+                       optional=REFUSAL_OPTIONAL.get(r.reason)) for r in refusals().refusal)
     emit_reasons = frozenset(r.reason for r in refusals().refusal if r.error == "EmitRefusedError")
     rules = vocabulary().emit_guard
     return items, emit_reasons, frozenset(rules.allowed), frozenset(rules.audit), rules.reserved_decision_prefix
@@ -589,6 +600,10 @@ class Coverage:
                 rows.append(Row(item.kind, item.name, item.adr, item.decision, layers, False,
                                 f"not reachable through the driver: {item.unreachable}"))
                 continue
+            if item.optional is not None and not layers:
+                rows.append(Row(item.kind, item.name, item.adr, item.decision, layers, False,
+                                f"not required: {item.optional}"))
+                continue
             if missing:
                 why: str | None = f"needs {', '.join(missing)}"
             elif not layers:
@@ -616,6 +631,6 @@ def gap_findings(rows: list[Row]) -> list[Any]:
     return [Finding(kind="suite-error", reason=GAP_REASON, message=gap_message(row)) for row in rows if row.gap]
 
 
-__all__ = ["Coverage", "Item", "Row", "LAYERS", "GAP_REASON", "REFUSAL_REQUIRES", "universe", "reached",
+__all__ = ["Coverage", "Item", "Row", "LAYERS", "GAP_REASON", "REFUSAL_REQUIRES", "REFUSAL_OPTIONAL", "universe", "reached",
            "recording_rows", "emit_keys", "emit_failures", "scanner_verdicts", "scanner_keys", "warned_keys",
            "situation", "gap_findings", "gap_message"]

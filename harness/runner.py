@@ -25,6 +25,7 @@ from loomcheck.harness.session import ImplementationFailed, RunAborted, Session,
 from loomcheck.properties.bound import run_bound_answers
 from loomcheck.properties.emitwitnesses import run_emit_witnesses
 from loomcheck.properties.crashes import run_sigkill
+from loomcheck.properties.hostilepayloads import run_hostile_payloads
 from loomcheck.properties.keysafety import CorpusResult, run_hostile_names
 from loomcheck.properties.tampering import run_tampering
 from loomcheck.properties.legacy import run_legacy_override, run_legacy_warnings, run_warm_scan
@@ -49,6 +50,7 @@ Progress = Callable[[str, int, int], None]  # (phase, done, total)
 # (check kind, progress label, runner(session, the invariants it judges))
 CORPORA: tuple[tuple[str, str, Callable[[Session, tuple[str, ...]], CorpusResult]], ...] = (
     ("corpus:hostile-names", "hostile names", lambda session, ids: run_hostile_names(session)),
+    ("corpus:hostile-payloads", "hostile payloads", lambda session, ids: run_hostile_payloads(session)),
     ("corpus:bound-answers", "bound answers", run_bound_answers),
     ("corpus:tampering", "signature tampering", run_tampering),
     ("corpus:legacy-logs", "legacy logs", run_legacy_logs),

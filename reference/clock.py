@@ -15,7 +15,7 @@ class Clock:
         return self.now_ms
 
     def advance(self, ms: int) -> int:
-        if ms < 0:
-            raise ValueError("the clock only moves forward")
+        if type(ms) is not int or ms < 0:
+            raise ValueError(f"the clock only moves forward, by whole milliseconds, not {ms!r:.40}")
         self.now_ms += ms
         return self.now_ms

@@ -13,15 +13,13 @@ folded state at the start of the run and:
 
 from __future__ import annotations
 
-import copy
-
 import json
 from dataclasses import dataclass
 from typing import Callable
 
 from loomcheck.reference.emitguard import EffectScope, check_decide, guard
 from loomcheck.reference.errors import EmitRefusedError
-from loomcheck.reference.events import JSON, Event
+from loomcheck.reference.events import JSON, Event, copy_json
 from loomcheck.reference.fold import State
 from loomcheck.spec.canonical import view_digest
 from loomcheck.spec.names import DISCARD_DECISION_PREFIX, INDOUBT_DECISION_PREFIX, IN_DOUBT_GATE
@@ -109,7 +107,7 @@ class FlowContext:
         self.points: dict[int, int] = {}  # id(op) -> position among the program's suspend points (set by the interpreter)
         self.now = 0  # the runtime's clock (ms) when this run began: timed parks wake at now + timeout
         # ADR 0056 D2: the runner is handed the FOLDED _input, which a migration may have replaced.
-        self.input: JSON = copy.deepcopy(state.variables.get("_input"))
+        self.input: JSON = copy_json(state.variables.get("_input"))
 
     @property
     def _facts(self) -> set[str]:

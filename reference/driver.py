@@ -24,9 +24,10 @@ from loomcheck import __version__
 from loomcheck.harness.driver import JSON, Hello, Outcome
 from loomcheck.reference.clock import Clock
 from loomcheck.reference.context import FlowContext, World
-from loomcheck.reference.errors import KernelRefusal
-from loomcheck.reference.events import Event, NotJson, to_plain_json
+from loomcheck.reference.errors import KernelRefusal, ResumePayloadValidationError
+from loomcheck.reference.events import Event, NotJson, check_text, to_plain_json
 from loomcheck.reference.fold import HANDLERS, Handler, State, fold
+from loomcheck.reference.limits import MAX_BYTES, MAX_DEPTH
 from loomcheck.reference.runtime import Driven, Runtime
 from loomcheck.reference.security import ResumeOptions, Security, compose
 from loomcheck.reference.stores.base import EventStore, StoreError
@@ -128,11 +129,17 @@ class ReferenceDriver:
 
     def configure(self, config: dict[str, JSON]) -> Outcome:
         """Compose the runtime with a security config (ADR 0117 D2, D3); flows and
-        executions are kept. Refused, changing nothing, when it cannot compose."""
+        executions are kept. Refused, changing nothing, when it cannot compose: malformed
+        (invalid-config), or as ADR 0117 D2 and D3 say."""
+        problem = config_problem(config)
+        if problem is not None:
+            return Outcome.refused("ConfigError", "invalid-config", problem)
         try:
-            security = compose(config if isinstance(config, dict) else {}, self.clock.now)
+            security = compose(config, self.clock.now)
         except KernelRefusal as refusal:
             return Outcome.refused(refusal.error, refusal.reason, refusal.message)
+        except (TypeError, ValueError) as exc:  # the authenticator's own reading of its key material
+            return Outcome.refused("ConfigError", "invalid-config", str(exc))
         self.security = security
         self.restart()
         return Outcome.accepted()
@@ -162,10 +169,15 @@ class ReferenceDriver:
 
     def define_flow(self, flow_id: str, program: dict[str, JSON]) -> Outcome:
         try:
+            check_text(flow_id, MAX_BYTES)
+            if not isinstance(program, dict):
+                raise NotJson(f"a program is an object, not {type(program).__name__}")
             parsed = FlowProgram.model_validate(program)
-            # Names a store could not write are refused here, not mid-run. A gate's view is
-            # never stored (only its digest is), and canonical JSON has already checked it.
-            to_plain_json([flow_id, {**program, "body": None}, parsed.model_dump(exclude={"body": {"__all__": {"view"}}})])
+            # Names a store could not write, and values past the ingress bounds, are refused
+            # here, not mid-run (every value a run records is part of the program). A gate's
+            # view is never stored (only its digest is), and canonical JSON has already checked it.
+            for part in ({**program, "body": None}, parsed.model_dump(exclude={"body": {"__all__": {"view"}}})):
+                to_plain_json(part, MAX_DEPTH, MAX_BYTES)
             version = code_version(program)  # K11: the hash of the program as defined
         except CanonicalError as exc:
             return Outcome.refused("FlowDefinitionError", "invalid-program", f"the program has no code version: {exc}")
@@ -181,8 +193,7 @@ class ReferenceDriver:
 
     def resume(self, execution_id: str, event_type: str, payload: JSON,
                options: dict[str, JSON] | None = None) -> Outcome:
-        return self._refusable(lambda: self.runtime.resume(execution_id, event_type, payload,
-                                                           ResumeOptions.from_json(options)))
+        return self._refusable(lambda: self.runtime.resume(execution_id, event_type, payload, _options(options)))
 
     def recover(self, execution_id: str) -> Outcome:
         return self._refusable(lambda: self.runtime.recover(execution_id))
@@ -193,25 +204,29 @@ class ReferenceDriver:
     def resume_as(self, execution_id: str, flow_id: str, event_type: str, payload: JSON,
                   options: dict[str, JSON] | None = None) -> Outcome:
         return self._refusable(lambda: self.runtime.resume_as(execution_id, flow_id, event_type, payload,
-                                                              ResumeOptions.from_json(options)))
+                                                              _options(options)))
 
     def effects(self, execution_id: str) -> list[dict[str, JSON]]:
         return [{"stepId": e["stepId"], "attempt": e["attempt"]} for e in self.world.of(execution_id)]
 
     def load(self, execution_id: str, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> Outcome:
+        problem = import_problem(execution_id, events, snapshot)
+        if problem is not None:
+            return Outcome.refused("FlowDefinitionError", "invalid-program", f"log cannot be imported: {problem}")
         if self.runtime.exists(execution_id):
             return Outcome.refused("FlowDefinitionError", "duplicate-execution", f"{execution_id!r} exists")
         first = 1
-        if snapshot is not None:
-            seq = int(snapshot.get("sequence") or 0)
-            self.store.put_snapshot(execution_id, seq, snapshot)
-            first = seq + 1
-        entries = [(str(e["type"]), e.get("payload")) for e in events]
-        if entries:
-            try:
+        try:
+            if snapshot is not None:
+                seq = snapshot.get("sequence") or 0
+                self.store.put_snapshot(execution_id, seq, snapshot)
+                first = seq + 1
+            entries = [(e["type"], e.get("payload")) for e in events]
+            if entries:
                 self.store.append(execution_id, first, entries)
-            except StoreError as exc:
-                return Outcome.refused("FlowDefinitionError", "invalid-program", f"log cannot be imported: {exc}")
+        except StoreError as exc:
+            self.store.erase(execution_id)  # all or nothing: a snapshot without its events is no import
+            return Outcome.refused("FlowDefinitionError", "invalid-program", f"log cannot be imported: {exc}")
         return Outcome.accepted()
 
     # -- legacy logs and retention (ADR 0104 D2, R1a) ------------------------------------
@@ -220,7 +235,10 @@ class ReferenceDriver:
 
     def append_events(self, execution_id: str, events: list[dict[str, JSON]]) -> Outcome:
         """Another node of the fleet writes: the events are appended as given, nothing runs."""
-        entries = [(str(e["type"]), e.get("payload")) for e in events]
+        problem = import_problem(execution_id, events, None)
+        if problem is not None:
+            return Outcome.refused("FlowDefinitionError", "invalid-program", f"events cannot be appended: {problem}")
+        entries = [(e["type"], e.get("payload")) for e in events]
         try:
             self.store.append(execution_id, self.store.next_seq(execution_id), entries)
         except StoreError as exc:
@@ -270,6 +288,62 @@ def fold_json(events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None = 
         base.sequence = int(snapshot.get("sequence") or 0)
     typed = [Event("", int(e.get("seq") or 0), e.get("type"), e.get("payload")) for e in events]
     return fold(typed, base, handlers).to_json()
+
+
+def _options(options: JSON) -> ResumeOptions:
+    """The resume options, an object when given (docs/driver.md); anything else is refused."""
+    if options is not None and not isinstance(options, dict):
+        raise ResumePayloadValidationError("invalid-payload", f"the resume options are {type(options).__name__}, "
+                                                              f"not an object")
+    return ResumeOptions.from_json(options)
+
+
+def config_problem(config: JSON) -> str | None:
+    """Why `config` is not {strict?, requireResumeAuthenticator?, authenticator?: {gates?, keys?,
+    requireActor?}} with docs/driver.md's types, or None. Whether a secret is strong enough is
+    compose's to say (weak-secret, ADR 0117 D2)."""
+    try:
+        to_plain_json(config, MAX_DEPTH, MAX_BYTES)
+    except NotJson as exc:
+        return f"the config is not storable JSON: {exc}"
+    if not isinstance(config, dict):
+        return f"the config is {type(config).__name__}, not an object"
+    spec = config.get("authenticator")
+    flags = [(config, "strict"), (config, "requireResumeAuthenticator")] + ([(spec, "requireActor")]
+                                                                             if isinstance(spec, dict) else [])
+    for holder, flag in flags:
+        if flag in holder and type(holder[flag]) is not bool:
+            return f"{flag} is {holder[flag]!r:.40}, not true or false"
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        return f"authenticator is {type(spec).__name__}, not an object"
+    gates, keys = spec.get("gates", []), spec.get("keys", {})
+    if not isinstance(gates, list) or not all(type(gate) is str for gate in gates):
+        return "authenticator.gates is not a list of gate names"
+    if not isinstance(keys, dict):
+        return "authenticator.keys is not an object of actor to secret or [secrets]"
+    for actor, material in keys.items():
+        secrets = material if isinstance(material, list) else [material]
+        if not secrets or not all(type(secret) is str for secret in secrets):
+            return f"the key of actor {actor!r:.40} is not a secret or a non-empty list of secrets"
+    return None
+
+
+def import_problem(execution_id: JSON, events: JSON, snapshot: JSON) -> str | None:
+    """Why a log to import (load, append_events) is not [{type, payload}, ...] under a storable
+    id after an optional snapshot {sequence, ...}, or None. The store judges the types and payloads."""
+    try:
+        check_text(execution_id, MAX_BYTES)
+    except NotJson as exc:
+        return f"the execution id is not storable text: {exc}"
+    if not isinstance(events, list) or not all(isinstance(e, dict) and "type" in e for e in events):
+        return "the events are not a list of {type, payload} objects"
+    if snapshot is not None:
+        sequence = snapshot.get("sequence") if isinstance(snapshot, dict) else None
+        if not isinstance(snapshot, dict) or not (sequence is None or (type(sequence) is int and sequence >= 0)):
+            return "the snapshot is not a folded state whose sequence is a count of events"
+    return None
 
 
 def _first_error(exc: ValidationError) -> str:

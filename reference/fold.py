@@ -14,9 +14,8 @@ else may carry any JSON, and the fold must not crash on it.
 
 from __future__ import annotations
 
-import copy
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Callable, Iterable, Mapping
 
@@ -50,6 +49,12 @@ class State:
             "output": copy_json(self.output),
             "error": copy_json(self.error),
         }
+
+    def copy(self) -> "State":
+        """A deep copy, without recursion past copy_json's first levels (copy.deepcopy's
+        recursion would overflow on a deep snapshot)."""
+        return replace(self, suspended_on=copy_json(self.suspended_on), variables=copy_json(self.variables),
+                       steps=copy_json(self.steps), output=copy_json(self.output), error=copy_json(self.error))
 
     @classmethod
     def from_json(cls, data: Mapping[str, JSON]) -> "State":
@@ -263,7 +268,7 @@ def apply(state: State, event: Event, handlers: Mapping[str, Handler] = HANDLERS
 def fold(events: Iterable[Event], snapshot: State | None = None, handlers: Mapping[str, Handler] = HANDLERS) -> State:
     """`handlers` is a seam for the project's seeded mutants; kernels use the default.
     `events` may be any iterable (a store's paged stream), so a long log is never held whole."""
-    state = copy.deepcopy(snapshot) if snapshot is not None else State()
+    state = snapshot.copy() if snapshot is not None else State()
     table = dict(handlers)  # a plain dict's lookup is cheaper than a MappingProxyType's, once per event
     for event in events:
         apply(state, event, table)

@@ -24,6 +24,10 @@ its outcome recorded as EXECUTION_MIGRATED.migratedInput, never run again.
 The ingress of a resume, in order (each step refuses before anything is appended):
 1. the ingress gate: kernel namespace, parked, the parked gate's name (a timed
    park is also woken by TIMER_FIRED);
+1a. the payload and the options it travels with are JSON a store holds, within
+   the bounds of reference/limits.py (invalid-payload, payload-too-large: ADR 0077
+   Context, once appended a payload is a permanent fold input); an id or a type
+   that is not storable text names no execution or gate;
 2. the binding (ADR 0117 D1, D5): a TIMER_FIRED needs the system grant on a
    strict runtime; any other answer must echo the parked viewDigest;
 3. identity (ADR 0077 D3, ADR 0117 D2): the authenticator, bound to this park
@@ -68,9 +72,10 @@ from loomcheck.reference.errors import (
     ResumeRefusedError,
     StateMigrationError,
 )
-from loomcheck.reference.events import JSON, Event, NotJson, to_plain_json
+from loomcheck.reference.events import JSON, Event, NotJson, TooLarge, check_text, to_plain_json
 from loomcheck.reference.fold import HANDLERS, IN_DOUBT_GATE, TERMINAL, Handler, State, apply, fold
 from loomcheck.reference.interpreter import run_program
+from loomcheck.reference.limits import MAX_BYTES, MAX_DEPTH
 from loomcheck.reference.legacy import CachedScan, Discard, ScanCache, Warn, WarnMemory, kinds_of, parse_discard, warning_of
 from loomcheck.reference.scanner import Kinds, NonContiguous, StrayScanner, Verdict as ScanVerdict
 from loomcheck.reference.security import ResumeOptions, Security
@@ -110,6 +115,10 @@ class Driven:
 
 
 class Runtime:
+    # The ingress bounds (reference/limits.py, a profile choice); class attributes, a seam for mutants.
+    max_depth = MAX_DEPTH
+    max_bytes = MAX_BYTES
+
     def __init__(self, store: EventStore, *, context_class: Callable[..., FlowContext] = FlowContext,
                  handlers: Mapping[str, Handler] = HANDLERS, world: World | None = None,
                  clock: Clock | None = None, security: Security | None = None, on_warn: Warn | None = None) -> None:
@@ -194,19 +203,14 @@ class Runtime:
 
     # -- operations ------------------------------------------------------------
     def start(self, execution_id: str, flow_id: str, input: JSON) -> Driven:
-        try:
-            to_plain_json(execution_id)
-        except NotJson as exc:
-            raise InputValidationError("invalid-input", f"execution id is not storable text: {exc}") from None
-        program = self.flows.get(flow_id)
+        bounded(lambda: check_text(execution_id, MAX_BYTES), "the execution id", InputValidationError, "invalid-input",
+                "input-too-large")
+        program = self.flows.get(flow_id) if type(flow_id) is str else None  # a non-string names no flow
         if program is None:
-            raise FlowDefinitionError("unknown-flow", f"no flow registered as {flow_id!r}")
+            raise FlowDefinitionError("unknown-flow", f"no flow registered as {flow_id!r:.80}")
         if self.exists(execution_id):
-            raise FlowDefinitionError("duplicate-execution", f"execution {execution_id!r} already exists")
-        try:
-            value = to_plain_json(input)
-        except NotJson as exc:
-            raise InputValidationError("invalid-input", f"input is not JSON: {exc}") from None
+            raise FlowDefinitionError("duplicate-execution", f"execution {execution_id!r:.80} already exists")
+        value = self.ingress(input, "the input", InputValidationError, "invalid-input", "input-too-large")
         parsed = self.input_contract(program, value)
         if isinstance(parsed, Invalid):
             raise InputValidationError("invalid-input", f"field {parsed.field}: {parsed.message}")
@@ -228,7 +232,7 @@ class Runtime:
     def _resume(self, execution_id: str, state: State, events: list[Event], event_type: str, payload: JSON,
                 options: ResumeOptions) -> Driven:
         self.check_resumable(state, event_type)
-        answer = self._plain_payload(payload)
+        answer = self._plain_payload(payload, options)
         answer, grant, discard = self.admit(execution_id, state, events, event_type, answer, options,
                                             state.flow_id, pinned=True)
         append = Appender(self.store, execution_id, state.sequence + 1)
@@ -250,11 +254,14 @@ class Runtime:
 
     def _resume_as(self, execution_id: str, state: State, events: list[Event], target_flow: str, event_type: str,
                    payload: JSON, options: ResumeOptions) -> Driven:
-        if event_type in kernel_event_types():
+        if is_kernel_type(event_type):
             raise ResumeRefusedError("kernel-namespace", f"{event_type} is a kernel event type")
         self._require_flow(target_flow)
-        answer = self._plain_payload(payload)
+        answer = self._plain_payload(payload, options)
         grant = None
+        if state.status != "suspended":  # nothing is parked, so the type is recorded as given
+            bounded(lambda: check_text(event_type, MAX_BYTES), "the event type", ResumePayloadValidationError,
+                    "invalid-payload", "payload-too-large")
         if state.status == "suspended":
             self.check_resumable(state, event_type)
             # ADR 0077 D4: the TARGET flow's declared shape, before EXECUTION_MIGRATED.
@@ -285,6 +292,9 @@ class Runtime:
         program = self.flows[target_flow]
         current = state.variables.get("_input")
         outcome = current if transform is None else apply_transform(transform, current, program.inputSchema)
+        if transform is not None:  # what is recorded as migratedInput: bounded like any input (a wrap nests it)
+            outcome = self.ingress(outcome, "the migrated input", InputValidationError, "invalid-input",
+                                   "input-too-large")
         parsed = self.input_contract(program, outcome)
         if isinstance(parsed, Invalid):
             raise StateMigrationError("input-contract", f"the target flow {target_flow!r} does not accept the "
@@ -423,14 +433,14 @@ class Runtime:
     def check_resumable(self, state: State, event_type: str) -> None:
         """The ingress gate, in order: kernel namespace, parked, the parked gate's name
         (a timed park is also woken by TIMER_FIRED, ADR 0117 D5)."""
-        if event_type in kernel_event_types():
+        if is_kernel_type(event_type):
             raise ResumeRefusedError("kernel-namespace", f"{event_type} is a kernel event type")
         parked_on = state.parked_on
         if parked_on is None:
             raise ResumeRefusedError("not-suspended", f"execution is {state.status}, not parked")
         timed = "wakeAt" in (state.suspended_on or {})
         if event_type != parked_on and not (event_type == TIMER_FIRED and timed):
-            raise ResumeRefusedError("gate-mismatch", f"execution is parked on {parked_on!r}, not {event_type!r}")
+            raise ResumeRefusedError("gate-mismatch", f"execution is parked on {parked_on!r:.80}, not {event_type!r:.80}")
 
     def check_binding(self, state: State, event_type: str, answer: JSON, options: ResumeOptions) -> None:
         """After the gate's name: the kernel's wake needs its grant on a strict runtime
@@ -596,20 +606,45 @@ class Runtime:
 
     # -- helpers -----------------------------------------------------------------
     def _existing(self, execution_id: str) -> tuple[State, list[Event]]:
+        # An id that is not storable text names no execution (start refuses it), whatever its type.
         if not self.exists(execution_id):
-            raise ResumeRefusedError("unknown-execution", f"no execution {execution_id!r}")
+            raise ResumeRefusedError("unknown-execution", f"no execution {execution_id!r:.80}")
         return self.load(execution_id)
 
     def _require_flow(self, flow_id: str | None) -> None:
-        if flow_id not in self.flows:
-            raise FlowDefinitionError("unknown-flow", f"flow {flow_id!r} is not registered here")
+        if type(flow_id) is not str or flow_id not in self.flows:
+            raise FlowDefinitionError("unknown-flow", f"flow {flow_id!r:.80} is not registered here")
 
-    @staticmethod
-    def _plain_payload(payload: JSON) -> JSON:
-        try:
-            return to_plain_json(payload)
-        except NotJson as exc:
-            raise ResumePayloadValidationError("invalid-payload", f"payload is not JSON: {exc}") from None
+    def _plain_payload(self, payload: JSON, options: ResumeOptions | None = None) -> JSON:
+        """The payload as a store hands it back, and the options it travels with checked alike:
+        a transformState's value becomes migratedInput, a proof goes to the authenticator."""
+        options = options or ResumeOptions()
+        self.ingress([options.proof, options.principal, options.discard_legacy_answers, options.transform_state],
+                     "the resume options", ResumePayloadValidationError, "invalid-payload", "payload-too-large")
+        return self.ingress(payload, "the payload", ResumePayloadValidationError, "invalid-payload",
+                            "payload-too-large")
+
+    def ingress(self, value: JSON, what: str, error: type[KernelRefusal], not_json: str, too_large: str) -> JSON:
+        """A caller's value as a store hands it back, or a typed refusal before anything is appended."""
+        return bounded(lambda: to_plain_json(value, self.max_depth, self.max_bytes), what, error, not_json, too_large)
+
+
+def is_kernel_type(event_type: object) -> bool:
+    """Own names only, and only strings: a list or an object names no type (it is not hashable)."""
+    return type(event_type) is str and event_type in kernel_event_types()
+
+
+def bounded(check: Callable[[], JSON], what: str, error: type[KernelRefusal], not_json: str, too_large: str) -> JSON:
+    """Ingress (ADR 0077 Context: "Once appended it is a permanent fold input"): the value `check`
+    returns, or a typed refusal before anything is appended. `too_large` past the reference's
+    bounds (reference/limits.py, a profile choice), `not_json` for what no store holds."""
+    try:
+        return check()
+    except TooLarge as exc:
+        raise error(too_large, f"{what}: {exc}; the reference takes at most {MAX_DEPTH} levels of nesting "
+                               f"and {MAX_BYTES} bytes of JSON (spec/profiles.toml, ingress-limits)") from None
+    except NotJson as exc:
+        raise error(not_json, f"{what} is not storable: {exc}") from None
 
 
 __all__ = ["Runtime", "KernelRefusal", "Driven", "ConfigError", "ResumeOptions"]

@@ -5,10 +5,10 @@ migration (ADR 0056 D3)."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Callable, Mapping
 
 from loomcheck.reference.errors import StateMigrationError
+from loomcheck.reference.events import copy_json
 from loomcheck.spec.parsing import Invalid, parse
 from loomcheck.spec.transforms import argument_problem
 
@@ -44,7 +44,7 @@ def _rename(value: JSON, spec: Mapping[str, JSON], schema: JSON) -> JSON:
 
 def _default(value: JSON, spec: Mapping[str, JSON], schema: JSON) -> JSON:
     filled = _object(value)
-    filled.setdefault(spec["field"], copy.deepcopy(spec.get("value")))
+    filled.setdefault(spec["field"], copy_json(spec.get("value")))
     return filled
 
 
@@ -87,7 +87,7 @@ def apply_transform(spec: JSON, value: JSON, target_schema: JSON) -> JSON:
     """The outcome to record as migratedInput, or StateMigrationError (ADR 0056 D3)."""
     function = check_spec(spec)
     try:
-        outcome = function(copy.deepcopy(value), {"message": "the transform raised", **spec}, target_schema)
+        outcome = function(copy_json(value), {"message": "the transform raised", **spec}, target_schema)
     except TransformRaised as raised:
         raise StateMigrationError("transform-failed", f"transformState {spec['name']!r} raised: {raised}") from None
     if outcome is NOTHING:

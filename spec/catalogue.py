@@ -37,7 +37,8 @@ FEATURES = ("fold", "load-log", "recover", "resume-as", "restart", "effect-ledge
 # regression log that names it is replayed; "corpus:<name>": a fixed corpus run
 # through the driver; "vectors:<name>": published test vectors in spec/vectors/
 # that loomcheck's own tests run (for the parts of a kernel no driver call reaches).
-CHECK_KINDS = ("stateful", "explorer", "regressions", "corpus:hostile-names", "corpus:tampering", "corpus:bound-answers",
+CHECK_KINDS = ("stateful", "explorer", "regressions", "corpus:hostile-names", "corpus:hostile-payloads",
+               "corpus:tampering", "corpus:bound-answers",
                "corpus:legacy-logs", "corpus:legacy-override", "corpus:legacy-warnings", "corpus:warm-scan", "corpus:sigkill",
                "corpus:emit-witnesses",
                # Symbolic checks of the spec and the reference's pure functions, run by loomcheck's own

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import tomllib
 from contextlib import contextmanager
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from loomcheck.spec.errors import SpecError
 
 SPEC_ROOT: Traversable = files("loomcheck.spec")
+T = TypeVar("T")
+DEEP_STACK_BYTES = 512 * 1024 * 1024  # virtual: only the pages a deep value touches are used
+DEEP_RECURSION = 1_000_000
 
 
 def _read(path: Traversable | Path, label: str | None, parse: Callable[[str], Any], kind: str,
@@ -44,9 +48,43 @@ def json_headroom(levels: int = 4_000) -> Iterator[None]:
         sys.setrecursionlimit(previous)
 
 
+def deep_json(work: Callable[[], T]) -> T:
+    """`work()` (a json dump or load) at any depth: with json_headroom here, and if a value nests
+    deeper than that (the hostile-payloads corpus sends one 5 000 deep, the bound-answers corpus a
+    view 100 000 deep), again on a thread whose stack and recursion limit are large enough."""
+    try:
+        with json_headroom():
+            return work()
+    except RecursionError:
+        pass
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        previous = sys.getrecursionlimit()
+        sys.setrecursionlimit(DEEP_RECURSION)
+        try:
+            outcome.append((True, work()))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            outcome.append((False, exc))
+        finally:
+            sys.setrecursionlimit(previous)
+
+    size = threading.stack_size()
+    threading.stack_size(DEEP_STACK_BYTES)
+    try:
+        thread = threading.Thread(target=run, name="deep-json")
+        thread.start()
+    finally:
+        threading.stack_size(size)
+    thread.join()
+    done, value = outcome[0]
+    if not done:
+        raise value
+    return value
+
+
 def deep_loads(text: str) -> Any:
-    with json_headroom():
-        return json.loads(text)
+    return deep_json(lambda: json.loads(text))
 
 
 def read_json(path: Traversable | Path, label: str | None = None) -> Any:

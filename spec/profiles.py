@@ -24,7 +24,8 @@ class _Strict(BaseModel):
 class Choice(_Strict):
     id: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
     # "extension": a rule loomcheck adds beyond the ADRs; a kernel that follows the ADR only disagrees.
-    kind: Literal["bytes", "wire-format", "reason", "order", "label", "text", "name", "shape", "extension"]
+    # "limit": a bound the reference chooses where the ADRs name none (ingress sizes).
+    kind: Literal["bytes", "wire-format", "reason", "order", "label", "text", "name", "shape", "extension", "limit"]
     chose: str = Field(min_length=1)
     why: str = Field(min_length=1)
     adr: str = Field(pattern=r"^\d{4}$")

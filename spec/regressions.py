@@ -19,16 +19,48 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from loomcheck.spec.errors import SpecError, describe_validation_error
-from loomcheck.spec.files import SPEC_ROOT, json_headroom, read_json, spec_label
+from loomcheck.spec.canonical import depth
+from loomcheck.spec.files import SPEC_ROOT, deep_json, read_json, spec_label
 
 FORMAT = "loomcheck-regression/1"
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+# Past any value the suite sends (spec/canonical-json.md's deepest is 100 000): only a value that
+# contains itself (in process, never from a file) is stopped by it.
+DEEPEST = 1_000_000
+
+
+def _json_at_any_depth(value: Any) -> Any:
+    """`value` if it is JSON as json.loads builds it, checked with an explicit stack: a hostile
+    input or payload (the hostile-payloads corpus) nests thousands deep, past pydantic's JsonValue."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, (dict, list)):
+            if level >= DEEPEST:
+                raise ValueError(f"nested deeper than {DEEPEST}")
+            if isinstance(node, dict) and not all(isinstance(key, str) for key in node):
+                raise ValueError("an object key is not a string")
+            stack.extend((child, level + 1) for child in (node.values() if isinstance(node, dict) else node))
+        elif not isinstance(node, _JSON_SCALARS):
+            raise ValueError(f"{type(node).__name__} is not JSON")
+    return value
+
+
+# A start's input, a resume's payload: any JSON value, nested at any depth. Written out as given
+# (dump_regression), as a program is: pydantic's serializer stops short of such a value.
+DeepJson = Annotated[Any, AfterValidator(_json_at_any_depth),
+                     Field(json_schema_extra={"description": "any JSON value, nested at any depth"})]
+RAW_FIELDS = ("program", "input", "payload")  # what dump_regression writes as given
+INDENTED_DEPTH = 64  # a log nested deeper is written on one line
 
 
 class DefineModel(_Model):
@@ -43,7 +75,7 @@ class StartModel(_Model):
     op: Literal["start"]
     execution: str
     flow: str
-    input: JsonValue = None
+    input: DeepJson = None
 
 
 class DiscardLegacyAnswersModel(_Model):
@@ -72,7 +104,7 @@ class ResumeModel(_Model):
     op: Literal["resume"]
     execution: str
     type: str
-    payload: JsonValue = None
+    payload: DeepJson = None
     options: ResumeOptionsModel | None = None
 
 
@@ -81,7 +113,7 @@ class ResumeAsModel(_Model):
     execution: str
     flow: str
     type: str
-    payload: JsonValue = None
+    payload: DeepJson = None
     options: ResumeOptionsModel | None = None
 
 
@@ -199,22 +231,32 @@ def committed_regressions() -> list[tuple[str, RegressionLog]]:
             if p.name.endswith(".json")]
 
 
+def _dumped(op: BaseModel) -> dict[str, Any]:
+    raw = [name for name in RAW_FIELDS if name in type(op).model_fields]
+    data = op.model_dump(mode="json", exclude_none=True, exclude=set(raw))
+    for name in raw:
+        if getattr(op, name) is not None or name == "program":
+            data[name] = getattr(op, name)
+    return {key: data[key] for key in type(op).model_fields if key in data}
+
+
 def dump_regression(log: RegressionLog) -> str:
     data = log.model_dump(mode="json", exclude_none=True, exclude={"operations"})
-    # A define's program goes out as given: pydantic's serializer stops short of a view
-    # nested 1024 deep (ADR 0117 D1), which the program model keeps as plain data.
-    operations = [{**op.model_dump(mode="json", exclude_none=True, exclude={"program"}), "program": op.program}
-                  if isinstance(op, DefineModel) else op.model_dump(mode="json", exclude_none=True)
-                  for op in log.operations]
+    # A define's program, a start's input and a resume's payload go out as given: pydantic's
+    # serializer stops short of a view nested 1024 deep (ADR 0117 D1) or a payload nested
+    # thousands deep (the hostile-payloads corpus), which the models keep as plain data.
+    operations = [_dumped(op) for op in log.operations]
     ordered = {key: (operations if key == "operations" else data[key])
                for key in RegressionLog.model_fields if key in data or key == "operations"}
-    with json_headroom():
-        text = json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate (the hostile-names corpus) only survives as an escape
-            text = json.dumps(ordered, indent=2) + "\n"
-        return text
+    # Indented for a person, unless a value nests deeper than anyone reads: the indentation of a
+    # payload nested thousands deep would grow with the square of its depth.
+    indent = 2 if depth(ordered) <= INDENTED_DEPTH else None
+    text = deep_json(lambda: json.dumps(ordered, indent=indent, ensure_ascii=False)) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (the hostile-names corpus) only survives as an escape
+        text = deep_json(lambda: json.dumps(ordered, indent=indent)) + "\n"
+    return text
 
 
 __all__ = ["RegressionLog", "Expectation", "Found", "OperationModel", "load_regression", "committed_regressions",

@@ -15,6 +15,7 @@ import pytest
 from loomcheck.harness.coverage import (
     GAP_REASON,
     LAYERS,
+    REFUSAL_OPTIONAL,
     REFUSAL_REQUIRES,
     Coverage,
     gap_findings,
@@ -97,6 +98,7 @@ def test_every_refusal_reason_is_an_item_and_the_tables_name_real_features() -> 
     items = universe()
     assert {i.name for i in items if i.kind == "refusal"} == refusals().reasons
     assert set(REFUSAL_REQUIRES) <= refusals().reasons, "a stale entry in REFUSAL_REQUIRES"
+    assert set(REFUSAL_OPTIONAL) <= refusals().reasons, "a stale entry in REFUSAL_OPTIONAL"
     assert all(set(i.requires) <= set(FEATURES) for i in items), [i.key for i in items if set(i.requires) - set(FEATURES)]
     assert len({i.key for i in items}) == len(items)
     assert Counter(i.kind for i in items) == {"refusal": len(refusals().refusal), "verdict": 6, "recording-row": 5,
@@ -354,7 +356,7 @@ def test_gaps_are_applicable_items_no_layer_reached() -> None:
     assert rows["refusal:kernel-namespace"].reachedBy == ["symbolic"]
     gaps = {row.key for row in coverage.gaps(ALL)}
     assert "refusal:terminal" in gaps and "refusal:gate-mismatch" not in gaps and "refusal:kernel-namespace" not in gaps
-    unreachable = {item.key for item in universe() if item.unreachable is not None}
+    unreachable = {item.key for item in universe() if item.unreachable is not None or item.optional is not None}
     assert len(gaps) == len(universe()) - len(coverage.by) - len(unreachable)
     assert not rows["emit-rule:not-plain-json"].applicable  # no driver call reaches it: never a gap
     assert "not reachable through the driver" in (rows["emit-rule:not-plain-json"].why or "")
@@ -419,7 +421,10 @@ def test_gaps_become_suite_error_findings_and_the_report_renders_them() -> None:
     text = render_markdown(report)
     section = text.split("### Coverage", 1)[1].split("<details>", 1)[0]
     refused = len([r for r in rows if r.kind == "refusal" and r.reachedBy])
-    assert f"| refusal reasons | {refused}/{len(refusals().refusal)} **gap** | stateful {refused} | 0 |" in section
+    applicable = len([r for r in rows if r.kind == "refusal" and r.applicable])  # a kernel's own bounds are not
+    assert applicable == len(refusals().refusal) - len(REFUSAL_OPTIONAL)
+    assert f"| refusal reasons | {refused}/{applicable} **gap** | stateful {refused} | " \
+           f"{len(REFUSAL_OPTIONAL)} |" in section
     assert "`refusal:terminal`" in section and "`refusal:gate-mismatch`" not in section
     assert Report.model_validate_json(report.model_dump_json()).coverage == report.coverage
 
@@ -456,3 +461,16 @@ def test_an_item_the_suite_asked_for_and_the_kernel_never_produced_is_the_kernel
     assert "ADR 0056 Consequences requires" in message and "0056-acceptance-criterion-7.json" in message
     assert "a conforming kernel: refused:input-contract; this implementation: ok" in message
     run.driver.close()
+
+
+def test_a_kernels_own_bound_is_no_gap_and_shows_when_reached() -> None:
+    """A refusal only a kernel's own choice makes (spec/profiles.toml, ingress-limits): unreached it
+    is not applicable, never a gap; reached, its row names the layer like any other."""
+    rows = {row.key: row for row in Coverage().summary(ALL)}
+    for reason in REFUSAL_OPTIONAL:
+        row = rows[f"refusal:{reason}"]
+        assert not row.gap and not row.applicable and (row.why or "").startswith("not required"), row
+    coverage = Coverage()
+    coverage.credit("refusal:payload-too-large", "corpus")
+    row = {r.key: r for r in coverage.summary(ALL)}["refusal:payload-too-large"]
+    assert row.reachedBy == ["corpus"] and row.applicable and not row.gap

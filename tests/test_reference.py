@@ -372,7 +372,9 @@ def test_refusal_table_is_the_spec() -> None:
         "code-mismatch", "transform-failed", "transform-returned-nothing", "unknown-transform", "input-contract",
         # ADR 0104 D2 (tests/test_legacy.py)
         "ambiguous-legacy-answers", "invalid-discard", "discard-on-kernel-resume", "discard-unverified",
-        "discard-without-ambiguity"}
+        "discard-without-ambiguity",
+        # the reference's ingress (tests/test_ingress.py)
+        "input-too-large", "payload-too-large", "invalid-config"}
 
 
 @pytest.mark.parametrize("kernel_type", KERNEL_TYPES)

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from loomcheck.reference.events import JSON, Event, loads
 from loomcheck.reference.stores.base import StaleAppendError, StoreError
-from loomcheck.reference.stores.encoding import encode_entry, encode_payload
+from loomcheck.reference.stores.encoding import check_id, encode_entry, encode_snapshot, storable_id
 
 
 class InMemoryEventStore:
@@ -17,6 +17,7 @@ class InMemoryEventStore:
         self._erasures: dict[str, int] = {}  # id -> times erased: the next execution under it is a new incarnation
 
     def append(self, execution_id: str, expected_seq: int, entries: Sequence[tuple[str, JSON]]) -> list[Event]:
+        check_id(execution_id)
         encoded = [encode_entry(event_type, payload) for event_type, payload in entries]
         actual = self.next_seq(execution_id)
         if expected_seq != actual:
@@ -32,7 +33,7 @@ class InMemoryEventStore:
         return written
 
     def read(self, execution_id: str, after: int = 0, upto: int | None = None) -> list[Event]:
-        log = self._logs.get(execution_id, [])
+        log = self._logs.get(execution_id, []) if storable_id(execution_id) else []
         if not log:
             return []
         first = log[0][0]
@@ -41,6 +42,8 @@ class InMemoryEventStore:
         return [Event(execution_id, seq, t, loads(p)) for seq, t, p in log[start:stop]]
 
     def next_seq(self, execution_id: str) -> int:
+        if not storable_id(execution_id):
+            return 1  # an id no store keeps names no execution
         log = self._logs.get(execution_id)
         if log:
             return log[-1][0] + 1
@@ -51,20 +54,23 @@ class InMemoryEventStore:
         return sorted(set(self._logs) | set(self._snapshots))
 
     def put_snapshot(self, execution_id: str, seq: int, state: dict[str, Any]) -> None:
-        self._snapshots[execution_id] = (seq, encode_payload(state))
+        self._snapshots[check_id(execution_id)] = (seq, encode_snapshot(state))
 
     def get_snapshot(self, execution_id: str) -> tuple[int, dict[str, Any]] | None:
-        found = self._snapshots.get(execution_id)
+        found = self._snapshots.get(execution_id) if storable_id(execution_id) else None
         return (found[0], loads(found[1])) if found else None
 
     def truncate_prefix(self, execution_id: str, upto: int, state: dict[str, Any]) -> None:
+        check_id(execution_id)
         if upto >= self.next_seq(execution_id) or upto < 0:
             raise StoreError(f"cannot truncate {execution_id!r} up to seq {upto}: the log ends before it")
-        text = encode_payload(state)
+        text = encode_snapshot(state)
         self._snapshots[execution_id] = (upto, text)
         self._logs[execution_id] = [entry for entry in self._logs.get(execution_id, []) if entry[0] > upto]
 
     def erase(self, execution_id: str) -> None:
+        if not storable_id(execution_id):
+            return
         self._logs.pop(execution_id, None)
         self._snapshots.pop(execution_id, None)
         self._erasures[execution_id] = self._erasures.get(execution_id, 0) + 1

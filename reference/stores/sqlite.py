@@ -23,7 +23,7 @@ from typing import Any, Literal, Sequence, get_args
 
 from loomcheck.reference.events import JSON, Event, loads
 from loomcheck.reference.stores.base import StaleAppendError, StoreError
-from loomcheck.reference.stores.encoding import encode_entry, encode_payload
+from loomcheck.reference.stores.encoding import check_id, encode_entry, encode_snapshot, storable_id
 
 SCHEMA: tuple[str, ...] = (
     # WITHOUT ROWID: the primary key is the table's only b-tree, so range reads
@@ -107,6 +107,7 @@ class SqliteEventStore:
         refused without touching the file; the next sequence is read under the
         write lock, so the comparison cannot go stale before the insert.
         """
+        check_id(execution_id)
         encoded = [encode_entry(event_type, payload) for event_type, payload in entries]
         rows = [(execution_id, expected_seq + offset, t, text) for offset, (t, text) in enumerate(encoded)]
         with self._connection() as conn:
@@ -125,6 +126,8 @@ class SqliteEventStore:
 
     def read(self, execution_id: str, after: int = 0, upto: int | None = None) -> list[Event]:
         """Events with `after < seq <= upto`, walked in primary-key order."""
+        if not storable_id(execution_id):
+            return []  # an id no store keeps names no execution
         with self._connection() as conn:
             if upto is None:
                 found = conn.execute(SELECT_AFTER, (execution_id, after)).fetchall()
@@ -134,6 +137,8 @@ class SqliteEventStore:
 
     def next_seq(self, execution_id: str) -> int:
         """One past the last event, else one past the snapshot, else 1."""
+        if not storable_id(execution_id):
+            return 1
         with self._connection() as conn:
             return self._next_seq(conn, execution_id)
 
@@ -147,7 +152,8 @@ class SqliteEventStore:
 
     def put_snapshot(self, execution_id: str, seq: int, state: dict[str, Any]) -> None:
         """Store (or replace) the folded state as of `seq`."""
-        text = encode_payload(state)
+        check_id(execution_id)
+        text = encode_snapshot(state)
         with self._connection() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO snapshots (execution_id, seq, state) VALUES (?, ?, ?)",
@@ -155,13 +161,16 @@ class SqliteEventStore:
             )
 
     def get_snapshot(self, execution_id: str) -> tuple[int, dict[str, Any]] | None:
+        if not storable_id(execution_id):
+            return None
         with self._connection() as conn:
             found = conn.execute(SELECT_SNAPSHOT, (execution_id,)).fetchone()
         return (found[0], loads(found[1])) if found else None
 
     def truncate_prefix(self, execution_id: str, upto: int, state: dict[str, Any]) -> None:
         """The snapshot and the deletion in one transaction: a reader sees the log whole or truncated."""
-        text = encode_payload(state)
+        check_id(execution_id)
+        text = encode_snapshot(state)
         with self._connection() as conn:
             if upto < 0 or upto >= self._next_seq(conn, execution_id):
                 raise StoreError(f"cannot truncate {execution_id!r} up to seq {upto}: the log ends before it")
@@ -173,6 +182,8 @@ class SqliteEventStore:
     def erase(self, execution_id: str) -> None:
         """The events, the snapshot and the count of erasures in one transaction: no reader sees
         the id forgotten but not yet counted, which would let the original's approvals through."""
+        if not storable_id(execution_id):
+            return
         with self._connection() as conn:
             self._transaction(conn, [("DELETE FROM events WHERE execution_id = ?", (execution_id,)),
                                      ("DELETE FROM snapshots WHERE execution_id = ?", (execution_id,)),
@@ -180,6 +191,8 @@ class SqliteEventStore:
                                       "ON CONFLICT (execution_id) DO UPDATE SET count = count + 1", (execution_id,))])
 
     def incarnation(self, execution_id: str) -> int:
+        if not storable_id(execution_id):
+            return 1  # an id no store can hold was never erased
         with self._connection() as conn:
             found = conn.execute("SELECT count FROM erasures WHERE execution_id = ?", (execution_id,)).fetchone()
         return (found[0] if found else 0) + 1

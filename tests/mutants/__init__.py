@@ -57,6 +57,7 @@ CATCHES: dict[str, tuple[str, ...]] = {
     "old_flow_schema": ("typed.resume-as-target-schema",),
     "shape_before_identity": ("typed.identity-before-shape",),
     "validating_load": ("typed.rehydration-not-validated",),
+    "deep_poison": ("log.stays-readable",),
     # ADR 0117
     "sorted_dumps_digest": ("approvals.digest-bytes",),
     "short_digest": ("approvals.digest-recorded",),
