@@ -72,17 +72,21 @@ function toJson(v) {
 }
 
 // A value a store can hold: every string and key is well-formed Unicode (a lone
-// surrogate cannot be written as UTF-8). Iterative, because values nest deeply.
+// surrogate cannot be written as UTF-8), nested at most MAX_DEPTH deep (this kernel's
+// own bound: its clone and JSON writers recurse, and a value appended that they cannot
+// copy would leave the execution unreadable for good). Iterative, because values nest deeply.
+const MAX_DEPTH = 128;
 function storable(value) {
-  const stack = [value];
+  const stack = [[value, 0]];
   while (stack.length) {
-    const v = stack.pop();
+    const [v, depth] = stack.pop();
     if (typeof v === "string" && !v.isWellFormed()) return false;
-    if (Array.isArray(v)) for (const x of v) stack.push(x);
+    if ((Array.isArray(v) || isObject(v)) && depth >= MAX_DEPTH) return false;
+    if (Array.isArray(v)) for (const x of v) stack.push([x, depth + 1]);
     else if (isObject(v)) {
       for (const [k, sub] of Object.entries(v)) {
         if (!k.isWellFormed()) return false;
-        stack.push(sub);
+        stack.push([sub, depth + 1]);
       }
     }
   }
@@ -426,7 +430,7 @@ function start({ execution, flow, input = null }) {
   if (exists(execution)) {
     throw new Refusal("FlowDefinitionError", "duplicate-execution", `execution ${JSON.stringify(execution)} exists`);
   }
-  if (!storable(input)) throw new Refusal("InputValidationError", "invalid-input", "input is not storable JSON");
+  if (!storable(input)) throw new Refusal("InputValidationError", "invalid-input", "input is not storable JSON (well-formed text, at most 128 levels deep)");
   const x = { events: [], snapshot: null };
   executions.set(execution, x);
   append(x, "EXECUTION_STARTED", { flowId: flow, input: clone(input) });
@@ -445,7 +449,7 @@ function resume({ execution, type, payload = null, options = null }) {
       `parked on ${JSON.stringify(gate)}, not ${JSON.stringify(type)}`);
   }
   const evidence = authenticate(execution, x, type, payload, options); // identity before shape (ADR 0077 D3)
-  if (!storable(payload)) throw new Refusal("ResumePayloadValidationError", "invalid-payload", "not storable JSON");
+  if (!storable(payload)) throw new Refusal("ResumePayloadValidationError", "invalid-payload", "not storable JSON (well-formed text, at most 128 levels deep)");
   requireFlow(state.flowId);
   if (gate === IN_DOUBT_GATE) throw new Unsupported("in-doubt verdicts need feature in-doubt, not declared");
   if (evidence !== null) append(x, "APPROVAL_GRANTED", evidence); // ADR 0117 D2: who approved
