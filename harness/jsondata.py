@@ -1,0 +1,171 @@
+"""JSON data across the driver boundary, both ways (docs/driver.md, "What crosses the interface").
+
+`plain(value)` is what the harness keeps of an implementation's answer: a copy made only
+of dict, list, str, int, float, bool and None, or NotJsonData saying where and why it is
+not JSON data within the bounds. `handed(value)` is what the harness hands an
+implementation: a deep copy, so nothing the implementation does to it reaches the
+harness's own record. Both are pure and iterative (the suite itself sends a view nested
+100 000 deep to see it refused), and neither calls a method of the value it walks: a
+subclass of str, int, float, list or dict is read through the base type's own slots, so
+an answer cannot run code of its own while it is checked.
+
+The bounds, and why:
+    depth  MAX_DEPTH = 1088 arrays/objects: the deepest value the suite asks a kernel to keep
+           is a gate's view nested 1024 deep (ADR 0117 D1's bound, spec/canonical.py), and an
+           event or state wraps it in a few levels more; past that an answer is nested only
+           because the implementation made it so (or it contains itself)
+    items  MAX_ITEMS = 4 000 000 values in one answer
+    text   MAX_TEXT = 64 Mi characters of strings and member names in one answer (the stdio
+           transport's default --max-line)
+    ints   at most MAX_INT_BITS = 13 000 bits (about 3 900 digits): Python prints no longer
+           int by default, and a report must be able to quote it
+    floats finite only: NaN and the infinities are not JSON numbers (RFC 8259 section 6), and
+           the suite never sends one (its strategies draw finite floats)
+Member names must be strings. A value that contains itself is refused as such."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from loomcheck.harness.shown import type_name as _type_name
+from loomcheck.spec.canonical import MAX_DEPTH as VIEW_DEPTH
+
+JSON = Any
+MAX_DEPTH = VIEW_DEPTH + 64
+MAX_ITEMS = 4_000_000
+MAX_TEXT = 64 * 1024 * 1024
+MAX_INT_BITS = 13_000
+_SCALARS = (str, bool, int, float)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    depth: int = MAX_DEPTH
+    items: int = MAX_ITEMS
+    text: int = MAX_TEXT
+    int_bits: int = MAX_INT_BITS
+
+
+BOUNDS = Bounds()
+
+
+class NotJsonData(ValueError):
+    """An answer that is not JSON data within the bounds: `where` is the JSON pointer
+    (RFC 6901) of the offending part, "" for the whole answer."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{problem} at {_short(where)}" if where else problem)
+
+
+_Link = tuple[Any, Any] | None  # (parent link, member name or index): a path built only when needed
+_EXIT = object()                # a frame marking the end of a container's members (cycle detection)
+
+
+def plain(value: JSON, bounds: Bounds = BOUNDS) -> JSON:
+    """A plain copy of `value`, or NotJsonData. Exact types in, exact types out."""
+    root: list[JSON] = [None]
+    # (value, the container to put its copy in, the key there, depth of value's container, path)
+    stack: list[tuple[Any, Any, Any, int, _Link]] = [(value, root, 0, 0, None)]
+    open_ids: set[int] = set()  # the containers being copied: one met again inside itself is a cycle
+    items = text = 0
+    while stack:
+        node, parent, key, level, link = stack.pop()
+        if node is _EXIT:
+            open_ids.discard(key)
+            continue
+        items += 1
+        if items > bounds.items:
+            raise NotJsonData(_pointer(link), f"more than {bounds.items} values")
+        kind = type(node)
+        if node is None or kind is bool:
+            parent[key] = node
+        elif issubclass(kind, str):
+            node = str.__str__(node)  # a subclass's own __str__ is never called
+            text += len(node)
+            if text > bounds.text:
+                raise NotJsonData(_pointer(link), f"more than {bounds.text} characters of text")
+            parent[key] = node
+        elif issubclass(kind, bool):  # pragma: no cover - bool cannot be subclassed
+            parent[key] = bool(node)
+        elif issubclass(kind, int):
+            node = int.__int__(node)
+            if node.bit_length() > bounds.int_bits:
+                raise NotJsonData(_pointer(link), f"an integer of more than {bounds.int_bits} bits")
+            parent[key] = node
+        elif issubclass(kind, float):
+            node = float.__float__(node)
+            if not math.isfinite(node):
+                raise NotJsonData(_pointer(link), f"{node!r} is not a JSON number")
+            parent[key] = node
+        elif issubclass(kind, (list, dict)):
+            if id(node) in open_ids:
+                raise NotJsonData(_pointer(link), "the value contains itself")
+            if level + 1 > bounds.depth:
+                raise NotJsonData(_pointer(link), f"nested deeper than {bounds.depth} arrays/objects")
+            parent[key] = _container(node, kind, stack, level + 1, link, open_ids)
+        else:
+            raise NotJsonData(_pointer(link), f"a value of type {_type_name(kind)} is not JSON data")
+    return root[0]
+
+
+def _container(node: Any, kind: type, stack: list, level: int, link: _Link, open_ids: set[int]) -> JSON:
+    """The empty copy of a list or dict; its members pushed to be copied into it."""
+    open_ids.add(id(node))
+    stack.append((_EXIT, None, id(node), level, link))
+    if issubclass(kind, list):
+        members = list.copy(node)
+        copy: JSON = [None] * len(members)
+        stack.extend((child, copy, index, level, (link, index)) for index, child in enumerate(members))
+        return copy
+    members = dict.copy(node)
+    copy = {}
+    for name in members:
+        if not issubclass(type(name), str):
+            raise NotJsonData(_pointer(link), f"a member name of type {_type_name(type(name))}, not a string")
+    for name, child in members.items():
+        name = str.__str__(name)
+        copy[name] = None  # the order of members is kept
+        stack.append((child, copy, name, level, (link, name)))
+    return copy
+
+
+def handed(value: JSON) -> JSON:
+    """A deep copy of the harness's own JSON value, to hand to an implementation: lists and
+    dicts copied at every depth, without recursion; scalars (immutable) shared."""
+    if not isinstance(value, (list, dict)):
+        return value
+    root: list[JSON] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:
+        node, parent, key = stack.pop()
+        if isinstance(node, list):
+            parent[key] = copy = [None] * len(node)
+            stack.extend((child, copy, index) for index, child in enumerate(node))
+        elif isinstance(node, dict):
+            parent[key] = copy = dict.fromkeys(node)
+            stack.extend((child, copy, name) for name, child in node.items())
+        elif isinstance(node, tuple):
+            parent[key] = tuple(handed(child) for child in node)  # rare, shallow: a tuple holds few members
+        else:
+            parent[key] = node
+    return root[0]
+
+
+def _short(pointer: str, limit: int = 120) -> str:
+    """A pointer 1 000 levels deep, shown by its two ends."""
+    if len(pointer) <= limit:
+        return pointer
+    return f"{pointer[:limit // 2]}...({len(pointer) - limit} characters)...{pointer[-(limit // 2):]}"
+
+
+def _pointer(link: _Link) -> str:
+    parts: list[str] = []
+    while link is not None:
+        link, part = link
+        parts.append(str(part).replace("~", "~0").replace("/", "~1"))
+    return "".join("/" + part for part in reversed(parts))
+
