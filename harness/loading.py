@@ -110,6 +110,20 @@ def resolve_factory(spec: str, transport: TransportOptions | None = None) -> Cal
 
 
 def _import(target: str, spec: str) -> Any:
+    """Their module, imported as a driver call (harness/interrupts.py): whatever its code
+    raises (SystemExit included) is a message naming it; the user's signal, an interruption."""
+    from loomcheck.harness import interrupts
+
+    with interrupts.DRIVER_CALL:
+        try:
+            return _import_module(target, spec)
+        except BaseException:
+            if interrupts.requested() is not None:
+                raise KeyboardInterrupt from None
+            raise
+
+
+def _import_module(target: str, spec: str) -> Any:
     if target.endswith(".py"):
         path = Path(target)
         if not path.is_file():
@@ -122,15 +136,21 @@ def _import(target: str, spec: str) -> Any:
         sys.modules[name] = module
         try:
             module_spec.loader.exec_module(module)
-        except Exception as exc:  # noqa: BLE001 - their code, our message
-            raise ImplementationSpecError(f"--impl {spec!r}: importing {target} raised {type(exc).__name__}: {exc}") from None
+        except BaseException as exc:  # noqa: BLE001 - their code, our message, whatever it raises
+            raise ImplementationSpecError(f"--impl {spec!r}: importing {target} raised {_shown(exc)}") from None
         return module
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         return importlib.import_module(target)
-    except Exception as exc:  # noqa: BLE001 - their code, our message
-        raise ImplementationSpecError(f"--impl {spec!r}: cannot import {target}: {type(exc).__name__}: {exc}") from None
+    except BaseException as exc:  # noqa: BLE001 - their code, our message, whatever it raises
+        raise ImplementationSpecError(f"--impl {spec!r}: cannot import {target}: {_shown(exc)}") from None
+
+
+def _shown(exc: BaseException) -> str:
+    from loomcheck.harness.shown import shown_exception
+
+    return shown_exception(exc)
 
 
 def killable(spec: str, transport: TransportOptions | None = None) -> Any:

@@ -2,9 +2,11 @@
 check needs: the outcome, the execution's log before and after, its state and
 (with the "fold" feature) its own fold of the new log.
 
-The implementation is untrusted: anything it raises, or returns in the wrong
-shape, becomes an `ImplementationFailed` naming the operation, never a crash
-of the harness."""
+The implementation is untrusted: anything it raises, whatever its class, or
+returns in the wrong shape or as what is not JSON data, becomes an
+`ImplementationFailed` naming the operation, never a crash of the harness nor
+a stop of the run; what the harness hands it is a copy (harness/jsondata.py).
+Only the user's signal stops a run (harness/interrupts.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +16,12 @@ from typing import Any, Callable, Iterable
 
 from pydantic import ValidationError
 
+from loomcheck.harness import interrupts
 from loomcheck.harness.driver import JSON, Driver, Hello, Outcome
+from loomcheck.harness.jsondata import NotJsonData, handed, plain
 from loomcheck.harness.needs import Undeclared, operations_need
 from loomcheck.harness.proofs import with_own_proof
+from loomcheck.harness.shown import brief, shown_exception
 from loomcheck.harness.script import (
     AdvanceClock,
     Configure,
@@ -59,7 +64,7 @@ class RunAborted(BaseException):
 
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(detail)
-        self.reason = reason
+        self.reason = reason  # deadline, restarts, suite, or interrupted (the user's signal)
         self.detail = detail
 
 
@@ -112,15 +117,52 @@ class Trace:
 
 
 def hello_of(driver: Driver) -> Hello:
+    data = guarded("hello", lambda: driver.hello(), _hello_data)
     try:
-        raw = driver.hello()
-        return raw if isinstance(raw, Hello) else Hello.model_validate(raw)
-    except ImplementationFailed:
-        raise  # a transport's own finding, with its reason
+        return Hello.model_validate(data)
     except ValidationError as exc:
         raise ImplementationFailed("hello", f"hello is not {{name, version, eventSchema, features}}: {exc.errors()[0]['msg']}") from None
-    except Exception as exc:  # noqa: BLE001 - the implementation is untrusted
-        raise ImplementationFailed("hello", f"{type(exc).__name__}: {exc}") from None
+
+
+def _hello_data(raw: Any) -> Any:
+    """Hello's fields as plain data: a Hello (or a subclass's) read field by field, inside the guard."""
+    if isinstance(raw, Hello):
+        raw = {name: getattr(raw, name) for name in Hello.model_fields}
+    return plain(raw)
+
+
+def guarded(label: str, call: Callable[[], Any], shape: Callable[[Any], Any] | None = None,
+            deadline: float | None = None) -> Any:
+    """The driver boundary: `call()` (and `shape` of what it returns, which may meet the
+    implementation's code too) with every exception turned into the implementation's
+    finding, whatever its class: SystemExit, GeneratorExit and KeyboardInterrupt
+    included. Only the user's signal, seen by flag (harness/interrupts.py), stops the run:
+    before the call, and after one that failed, which may have failed of it (a stdio kernel
+    in the same process group dies of the same Ctrl-C)."""
+    checkpoint(deadline)
+    try:
+        with interrupts.DRIVER_CALL:
+            raw = call()
+            return raw if shape is None else shape(raw)
+    except RunAborted:
+        raise  # the transport's deadline, restart budget or own defect
+    except ImplementationFailed:
+        checkpoint()
+        raise  # a transport's own finding, with its reason
+    except NotJsonData as bad:
+        checkpoint()
+        raise ImplementationFailed(label, f"answered with what is not JSON data: {bad}", "invalid-message") from None
+    except BaseException as exc:  # noqa: BLE001 - the implementation is untrusted, whatever it raises
+        checkpoint()
+        raise ImplementationFailed(label, f"raised {shown_exception(exc)}") from None
+
+
+def checkpoint(deadline: float | None = None) -> None:
+    """Stop the run here if the user asked (SIGINT, SIGTERM) or its deadline passed."""
+    if interrupts.requested() is not None:
+        raise RunAborted("interrupted", interrupts.describe())
+    if deadline is not None and time.monotonic() > deadline:
+        raise RunAborted("deadline", "the run's deadline passed")
 
 
 class Session:
@@ -144,7 +186,7 @@ class Session:
 
     def reset(self) -> None:
         self.in_flight = None
-        self._call("reset", self.driver.reset)
+        self._call("reset", lambda: self.driver.reset())
         self.trace = Trace(features=self.features)
         self.deployed = {}
 
@@ -212,34 +254,34 @@ class Session:
             known = list(dict.fromkeys(known + [x for x in [execution_of(op.during)] if x is not None]))
         before = {x: self.read_log(x) for x in known}
         if isinstance(op, Kill):
-            during = to_json(with_own_proof(self, op.during)) if op.during is not None else None
+            during = handed(to_json(with_own_proof(self, op.during))) if op.during is not None else None
             self._call(describe(op), lambda: self.driver.kill(during, op.after_appends))  # type: ignore[attr-defined]
             others = {x: (before[x], self.read_log(x)) for x in known}
             step = Step(len(self.trace.steps), op, Outcome.accepted(crashed=True), None, [], [], None, None, None, others)
             return self._record(step)
         if isinstance(op, AdvanceClock):
             self.trace.now += op.ms
-            recovered = self._call(describe(op), lambda: self.driver.advance_clock(op.ms))
+            recovered = self._call(describe(op), lambda: self.driver.advance_clock(op.ms), plain)
         else:
-            recovered = self._call(describe(op), self.driver.recover_abandoned)
+            recovered = self._call(describe(op), lambda: self.driver.recover_abandoned(), plain)
         if not isinstance(recovered, list) or not all(isinstance(x, str) for x in recovered):
-            raise ImplementationFailed(describe(op), f"returned {recovered!r}, not a list of execution ids")
+            raise ImplementationFailed(describe(op), f"returned {brief(recovered)}, not a list of execution ids")
         others = {x: (before[x], self.read_log(x)) for x in known}
         step = Step(len(self.trace.steps), op, Outcome.accepted(), None, [], [], None, None, None, others, recovered)
         return self._record(step)
 
     def effects(self, execution: str) -> list[dict[str, JSON]]:
         self.require({"effect-ledger"}, f"effects {execution}")
-        ledger = self._call(f"effects {execution}", lambda: self.driver.effects(execution))
+        ledger = self._call(f"effects {execution}", lambda: self.driver.effects(execution), plain)
         if not isinstance(ledger, list) or not all(isinstance(e, dict) for e in ledger):
             raise ImplementationFailed(f"effects {execution}", "not a list of {stepId, attempt} objects")
         return ledger
 
     def parked_at_sequence(self, execution: str) -> int | None:
         self.require({"security"}, f"parked_at_sequence {execution}")
-        seq = self._call(f"parked_at_sequence {execution}", lambda: self.driver.parked_at_sequence(execution))
+        seq = self._call(f"parked_at_sequence {execution}", lambda: self.driver.parked_at_sequence(execution), plain)
         if seq is not None and type(seq) is not int:
-            raise ImplementationFailed(f"parked_at_sequence {execution}", f"returned {seq!r}, not a sequence or null")
+            raise ImplementationFailed(f"parked_at_sequence {execution}", f"returned {brief(seq)}, not a sequence or null")
         return seq
 
     def sign(self, claim: dict[str, JSON]) -> dict[str, JSON] | None:
@@ -248,41 +290,43 @@ class Session:
         self.require({"signing"}, "sign")
         if len(self.claims) > 100_000:
             self.claims.clear()  # a bound on memory: a forgotten claim is only verified again, not lost
-        signed = self._call("sign", lambda: self.driver.sign(claim))
+        signed = self._call("sign", lambda: self.driver.sign(handed(claim)), plain)
         if isinstance(signed, dict) and isinstance(signed.get("proof"), dict) and set(signed) == {"proof"}:
             return signed["proof"]
         refused = signed.get("refused") if isinstance(signed, dict) else None
         if isinstance(refused, dict) and isinstance(refused.get("reason"), str) and refused["reason"]:
             return None
-        raise ImplementationFailed("sign", f"returned {signed!r}, not {{proof: object}} nor {{refused: {{reason}}}}")
+        raise ImplementationFailed("sign", f"returned {brief(signed)}, not {{proof: object}} nor {{refused: {{reason}}}}")
 
     # -- reads -------------------------------------------------------------------
     def read_log(self, execution: str) -> list[dict[str, JSON]]:
-        log = self._call(f"read_log {execution}", lambda: self.driver.read_log(execution))
+        log = self._call(f"read_log {execution}", lambda: self.driver.read_log(execution), plain)
         if not isinstance(log, list) or not all(_is_event(e) for e in log):
             raise ImplementationFailed(f"read_log {execution}", "not a list of {seq, type, payload} events")
         return log
 
     def read_state(self, execution: str) -> dict[str, JSON]:
-        state = self._call(f"read_state {execution}", lambda: self.driver.read_state(execution))
+        state = self._call(f"read_state {execution}", lambda: self.driver.read_state(execution), plain)
         if not isinstance(state, dict):
             raise ImplementationFailed(f"read_state {execution}", f"not an object: {type(state).__name__}")
         return state
 
     def fold(self, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> dict[str, JSON]:
         self.require({"fold"}, "fold")
-        state = self._call("fold", lambda: self.driver.fold(events, snapshot))
+        # Copies: a fold that scribbles on what it is handed must not change the step's record of the log.
+        state = self._call("fold", lambda: self.driver.fold(handed(events), handed(snapshot)), plain)
         if not isinstance(state, dict):
             raise ImplementationFailed("fold", f"not an object: {type(state).__name__}")
         return state
 
     # -- calls no script operation expresses yet ------------------------------------
-    def unscripted(self, label: str, call: Callable[[], Any], needs: Iterable[str] = ()) -> Any:
+    def unscripted(self, label: str, call: Callable[[], Any], needs: Iterable[str] = (), data: bool = False) -> Any:
         """A driver call outside the script (appending as another node of the fleet,
         retention, reading warnings: ADR 0104 D2), guarded like every other call;
-        `needs`: the features it uses (docs/driver.md names each method's)."""
+        `needs`: the features it uses (docs/driver.md names each method's); `data`: its
+        answer is JSON data, checked and copied as every read's is."""
         self.require(frozenset(needs), label)
-        return self._call(label, call)
+        return self._call(label, call, plain if data else None)
 
     def erase(self, execution: str) -> None:
         """Forget one execution (feature "legacy-scan"); the next under its id is another incarnation,
@@ -296,49 +340,53 @@ class Session:
 
     # -- calls -------------------------------------------------------------------
     def _dispatch(self, op: Operation) -> Any:
+        """The operation's call, with copies of everything the harness keeps (its script, its
+        trace): what the implementation does to an argument stays its own."""
         if isinstance(op, Define):
-            return self.driver.define_flow(op.flow, op.program)
+            return self.driver.define_flow(op.flow, handed(op.program))
         if isinstance(op, Start):
-            return self.driver.start(op.execution, op.flow, op.input)
+            return self.driver.start(op.execution, op.flow, handed(op.input))
         if isinstance(op, (Resume, ResumeAs)):
             op = with_own_proof(self, op)  # ADR 0117 D2: the implementation's own proof format, if it has one
         if isinstance(op, Resume):
             if op.options:  # only then: a kernel without the "security" feature takes three arguments
-                return self.driver.resume(op.execution, op.type, op.payload, op.options)
-            return self.driver.resume(op.execution, op.type, op.payload)
+                return self.driver.resume(op.execution, op.type, handed(op.payload), handed(op.options))
+            return self.driver.resume(op.execution, op.type, handed(op.payload))
         if isinstance(op, Recover):
             return self.driver.recover(op.execution)
         if isinstance(op, ResumeAs):
             if op.options:
-                return self.driver.resume_as(op.execution, op.flow, op.type, op.payload, op.options)
-            return self.driver.resume_as(op.execution, op.flow, op.type, op.payload)
+                return self.driver.resume_as(op.execution, op.flow, op.type, handed(op.payload), handed(op.options))
+            return self.driver.resume_as(op.execution, op.flow, op.type, handed(op.payload))
         if isinstance(op, Configure):
-            return self.driver.configure(op.config)
+            return self.driver.configure(handed(op.config))
         if isinstance(op, Restart):
             self.driver.restart()
             return Outcome.accepted()
         if isinstance(op, Load):
-            return self.driver.load(op.execution, op.events, op.snapshot)
+            return self.driver.load(op.execution, handed(op.events), handed(op.snapshot))
         raise TypeError(op)
 
     def _outcome(self, label: str, call: Callable[[], Any]) -> Outcome:
-        raw = self._call(label, call)
-        if isinstance(raw, Outcome):
-            return raw
-        if isinstance(raw, dict) and isinstance(raw.get("ok"), bool):
-            return Outcome(ok=raw["ok"], error=raw.get("error"), reason=raw.get("reason"),
-                           message=str(raw.get("message") or ""), crashed=bool(raw.get("crashed")))
-        raise ImplementationFailed(label, f"returned {raw!r}, not an Outcome")
+        return self._call(label, call, lambda raw: outcome_of(label, raw))
 
-    def _call(self, label: str, call: Callable[[], Any]) -> Any:
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise RunAborted("deadline", "the run's deadline passed")
-        try:
-            return call()
-        except ImplementationFailed:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the implementation is untrusted
-            raise ImplementationFailed(label, f"raised {type(exc).__name__}: {exc}") from None
+    def _call(self, label: str, call: Callable[[], Any], shape: Callable[[Any], Any] | None = None) -> Any:
+        return guarded(label, call, shape, self.deadline)
+
+
+def outcome_of(label: str, raw: Any) -> Outcome:
+    """An Outcome built afresh from what the implementation returned (an Outcome, a subclass,
+    or {ok, error, reason, message, crashed}), its fields checked: read inside the guard."""
+    if isinstance(raw, Outcome):
+        raw = {name: getattr(raw, name) for name in ("ok", "error", "reason", "message", "crashed")}
+    elif not isinstance(raw, dict):
+        raise ImplementationFailed(label, f"returned {brief(raw)}, not an Outcome")
+    fields = plain(raw)
+    ok, error, reason, message = fields.get("ok"), fields.get("error"), fields.get("reason"), fields.get("message")
+    if not isinstance(ok, bool) or not all(x is None or isinstance(x, str) for x in (error, reason)):
+        raise ImplementationFailed(label, f"returned {brief(fields)}, not an Outcome")
+    text = message if isinstance(message, str) else "" if message is None else brief(message, 200)
+    return Outcome(ok=ok, error=error, reason=reason, message=text, crashed=bool(fields.get("crashed")))
 
 
 def _version_of(program: dict[str, JSON]) -> str | None:
