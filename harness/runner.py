@@ -3,8 +3,10 @@ against one implementation, through its checks (the state machine, the
 committed regression logs, the hostile-name corpus), into one report.
 
 The implementation is untrusted and so is the suite's own input: a failure to
-load it, a crash, or a broken spec file becomes a finding in the report, and
-the report is written after every phase, so an interrupted run leaves one."""
+load it, a crash (whatever it raises), or a broken spec file becomes a finding
+in the report, and the report is written after every phase, so an interrupted
+run leaves one. The user's SIGINT or SIGTERM is seen by flag (harness/interrupts.py)
+and stops the run at the next driver call or example."""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ from loomcheck.harness.replay import (difference_violation, expectation_of, mini
                                       run_operations)
 from loomcheck.harness.script import Operation, from_model, to_json
 from loomcheck.harness.needs import operations_need
-from loomcheck.harness.session import ImplementationFailed, RunAborted, Session, hello_of
+from loomcheck.harness import interrupts
+from loomcheck.harness.session import ImplementationFailed, RunAborted, Session, checkpoint, guarded, hello_of
+from loomcheck.harness.shown import shown_exception
 from loomcheck.properties.bound import run_bound_answers
 from loomcheck.properties.emitwitnesses import run_emit_witnesses
 from loomcheck.properties.crashes import run_sigkill
@@ -63,6 +67,13 @@ CORPORA: tuple[tuple[str, str, Callable[[Session, tuple[str, ...]], CorpusResult
 
 WRITE_EVERY_SECONDS = 2.0
 DEMONSTRATIONS = {"documented-hazard": "hazard", "documented-residual": "residual"}
+# The checks each phase runs: a phase a defect of the suite stopped leaves its invariants unjudged.
+PHASE_CHECKS: dict[str, Callable[[str], bool]] = {
+    "stateful": lambda check: check == "stateful",
+    "explorer": lambda check: check == "explorer",
+    "regressions": lambda check: check == "regressions",
+    "corpus": lambda check: check.startswith("corpus:"),
+}
 
 
 @dataclass
@@ -154,18 +165,31 @@ class Run:
                              profileChecks=profile_checks)
         self.driver: Driver | None = None
         self.load_failure: str | None = None  # the factory could not make a driver: the caller's tool error
+        self.finished: set[str] = set()  # checks that ran to their end (stateful, explorer, corpus:NAME ...)
+        self.suite_failed = False  # a phase stopped on a defect of the suite: the run is not complete
 
     # -- the run ---------------------------------------------------------------------
     def progress(self, phase: str, done: int, total: int) -> None:
         """Progress for the display, and the report rewritten every few seconds: a run
         interrupted in the middle of a phase leaves a valid, partial one."""
         self._on_progress(phase, done, total)
+        checkpoint()  # between examples and cases: the user's signal stops the run here
         if time.monotonic() - self._last_write > WRITE_EVERY_SECONDS:
             self._records()
             self._write(final=False)
             self._last_write = time.monotonic()
 
     def execute(self) -> Report:
+        """The whole run. The user's SIGINT or SIGTERM (by flag, harness/interrupts.py, when this
+        is the main thread) stops it with a partial report, stopped "interrupted", and then
+        raises KeyboardInterrupt, as a Ctrl-C would have."""
+        with interrupts.handled():
+            self._execute()
+        if self.report.stopped == "interrupted":
+            raise KeyboardInterrupt
+        return self.report
+
+    def _execute(self) -> None:
         began = time.monotonic()
         try:
             session = self._connect()
@@ -175,38 +199,49 @@ class Run:
                 self._phase("regressions", lambda: self._regressions(session))
                 self._phase("corpus", lambda: self._corpus(session))
                 self._phase("root causes", lambda: self._group_failures(session))
-                self.report.complete = True
+                self.report.complete = not self.suite_failed
                 self._coverage_gaps()
+        except KeyboardInterrupt:  # the user's signal while their module was imported (harness/loading.py)
+            self.report.complete, self.report.stopped = False, "interrupted"
         except RunAborted as aborted:
-            self.report.stopped = aborted.detail
-            kind = "suite-error" if aborted.reason == "suite" else "implementation-error"
-            self._finding(kind, f"the run stopped: {aborted.detail}", reason=_reason(aborted.reason))
-        except KeyboardInterrupt:
-            self.report.stopped = "interrupted"
-            raise
+            self.report.complete = False
+            if aborted.reason == "interrupted":  # the user's: no finding about anyone
+                self.report.stopped = "interrupted"
+            else:
+                self.report.stopped = aborted.detail
+                kind = "suite-error" if aborted.reason == "suite" else "implementation-error"
+                self._finding(kind, f"the run stopped: {aborted.detail}", reason=_reason(aborted.reason))
         finally:
             self.report.wallSeconds = round(time.monotonic() - began, 2)
             self._records()
             self._write(final=True)
-            if self.driver is not None:
-                try:
-                    self.driver.close()
-                except Exception as exc:  # noqa: BLE001
-                    self.report.findings.append(Finding(kind="implementation-error", message=f"close raised {exc!r}"))
-                    self._write(final=True)
-        return self.report
+            self._close()
+
+    def _close(self) -> None:
+        """close(), even after the user's signal (a stdio kernel's process must not outlive the
+        run), and not interruptible by one: the report is written already."""
+        if self.driver is None:
+            return
+        try:
+            self.driver.close()
+        except BaseException as exc:  # noqa: BLE001 - whatever it raises, SystemExit included
+            if interrupts.requested() is None:  # a close after the user's signal is nobody's finding
+                self._finding("implementation-error", f"close: raised {shown_exception(exc)}")
+                self._records()
+                self._write(final=True)
 
     def _connect(self) -> Session | None:
         try:
             factory = resolve_factory(self.impl, self.transport)
-            self.driver = factory()
         except ImplementationSpecError as exc:
             self.load_failure = str(exc)
             self._finding("implementation-error", str(exc))
             self.report.stopped = "the implementation could not be loaded"
             return None
-        except Exception as exc:  # noqa: BLE001 - their factory
-            self.load_failure = f"{self.impl}: the factory raised {type(exc).__name__}: {exc}"
+        try:
+            self.driver = guarded("factory", factory)  # whatever their factory raises: SystemExit too
+        except ImplementationFailed as failed:
+            self.load_failure = f"{self.impl}: the factory {failed.detail}"
             self._finding("implementation-error", self.load_failure)
             self.report.stopped = "the implementation could not be loaded"
             return None
@@ -292,12 +327,28 @@ class Run:
         self.layer = {"stateful": "stateful", "explorer": "explorer", "regressions": "regressions"}.get(name, "corpus")
         try:
             body()
+            self.finished.add(name)
         except ImplementationFailed as failed:
             self._finding("implementation-error", f"{name}: {failed}", reason=failed.reason)
         except Exception as exc:  # noqa: BLE001 - a defect of the suite must not lose the report
-            self._finding("suite-error", f"{name}: {type(exc).__name__}: {exc}")
+            self._finding("suite-error", f"{name}: {shown_exception(exc)}")
+            self._unjudged(name, f"the {name} phase stopped on a defect of the suite: {shown_exception(exc)}")
         self._records()
         self._write(final=False)
+        checkpoint()
+
+    def _unjudged(self, phase: str, why: str) -> None:
+        """The invariants a phase the suite's defect stopped did not finish judging: an error, never
+        a pass on checks that did not run; and the run is not complete."""
+        self.suite_failed = True
+        runs = PHASE_CHECKS.get(phase)
+        if runs is None:
+            return  # root causes: every verdict stands, only their grouping is missing
+        for inv in self.selected:
+            tally = self.tallies[inv.id]
+            pending = [c for c in inv.checks if runs(c) and c not in self.finished]
+            if inv.id not in self.na and pending and tally.failure is None:
+                tally.errors.append(why)
 
     def _active(self, check: str) -> list[Invariant]:
         return [inv for inv in self.selected if inv.id not in self.na and check in inv.checks]
@@ -535,6 +586,7 @@ class Run:
         corpus's invariants; the next corpus starts from a reset (and a new process)."""
         try:
             body()
+            self.finished.add(check)
         except ImplementationFailed as failed:
             self._finding("implementation-error", f"{check}: {failed}", reason=failed.reason)
             for inv in self._active(check):
