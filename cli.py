@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import contextmanager
-from typing import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -35,6 +34,7 @@ from rich.table import Table
 
 from loomcheck import __version__
 from loomcheck.adapters import peer_manifest
+from loomcheck.harness import interrupts
 from loomcheck.harness.loading import ImplementationSpecError, check_spec, resolve_factory
 from loomcheck.harness.replay import replay
 from loomcheck.harness.script import describe, from_model
@@ -45,14 +45,44 @@ from loomcheck.spec.catalogue import export_json, load_catalogue
 from loomcheck.spec.errors import SpecError
 from loomcheck.spec.regressions import load_regression
 
+if TYPE_CHECKING:
+    from loomcheck.harness.runner import Run
+    from loomcheck.reports.placeholder import Placeholder
+
 SUITE_FAILED = 3
 STYLE = {"pass": "green", "fail": "bold red", "not-applicable": "dim", "error": "yellow", "hazard": "magenta",
          "residual": "magenta", "not-reproduced": "magenta"}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+def main(argv: list[str] | None = None, placeholder: Placeholder | None = None) -> int:
+    """`placeholder`: the report `python -m loomcheck run` wrote before this module was imported
+    (loomcheck/__main__.py); without one, `run` writes its own as soon as the command line is read."""
+    ours = interrupts.install()  # a run stops by flag (harness/interrupts.py); __main__ installed them earlier
+    try:
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit:  # argparse's own message and status; a placeholder for a run that never was goes
+            if placeholder is not None:
+                placeholder.withdraw()
+            raise
+        args.placeholder = _placeholder_for(args, placeholder) if args.command is _run else None
+        return _main(args)
+    finally:
+        if ours:
+            interrupts.restore()
+
+
+def _placeholder_for(args: argparse.Namespace, early: Placeholder | None) -> Placeholder | None:
+    from loomcheck.reports.placeholder import begin
+
+    if early is not None and early.matches(args.report, args.impl, args.profile):
+        return early
+    if early is not None:  # the full parser put the report elsewhere (an abbreviated option, say)
+        early.withdraw()
+    return begin(args.report, args.impl, args.profile)
+
+
+def _main(args: argparse.Namespace) -> int:
     for stream in (sys.stdout, sys.stderr):  # a hostile name (a lone surrogate) is printed escaped, never a traceback
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
@@ -60,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     if not console.is_terminal:
         console = Console(highlight=False, width=max(console.width, 120))
     try:
+        if args.command is not _run:
+            _ordinary_signals()
         return int(args.command(args, console))
     except SpecError as exc:
         console.print(f"[bold red]spec error[/]: {escape(str(exc))}", soft_wrap=True)  # one line, whatever the width
@@ -70,6 +102,21 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.print("interrupted")
         return 2
+
+
+def _ordinary_signals() -> None:
+    """Commands other than run stop at once on Ctrl-C, as any program does; a signal the
+    flag already holds (received while loomcheck was starting) stops them now."""
+    interrupts.restore()
+    if interrupts.requested() is not None:
+        interrupts.clear()
+        raise KeyboardInterrupt
+
+
+def _checkpoint() -> None:
+    """Before the run begins: the user's signal, held by flag, stops it here."""
+    if interrupts.requested() is not None:
+        raise KeyboardInterrupt
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -157,12 +204,41 @@ def _parser() -> argparse.ArgumentParser:
 
 # -- run -----------------------------------------------------------------------------
 def _run(args: argparse.Namespace, console: Console) -> int:
+    early: Placeholder | None = args.placeholder
+    try:
+        run, manifest, progress = _prepare(args, console)
+    except BaseException:  # refused before it began (exit 3): nothing left behind; or interrupted: said so
+        if early is not None and interrupts.requested() is not None:
+            early.interrupted()
+        elif early is not None:
+            early.withdraw()
+        raise
+    with progress:  # from here the run writes its own report, however it ends
+        report = run.execute()
+    if interrupts.requested() is not None:  # after the run's last check: its report stands, the caller is told
+        raise KeyboardInterrupt
+    if run.load_failure is not None:  # the factory raised: a tool error, not 80 invariants in error
+        console.print(f"[bold red]error[/]: {escape(run.load_failure)}")
+        return SUITE_FAILED
+    if manifest is not None:
+        _apply_manifest(report, manifest, args.report)
+    _print_report(report, console, args)
+    _manifest_notes(report, console, args, manifest)
+    return report.exit_code(strict=args.strict_manifest)
+
+
+def _prepare(args: argparse.Namespace, console: Console) -> tuple[Run, Manifest | None, Progress]:
+    """Every input checked (a bad one: exit 3, the run never starts) and the run made; the
+    user's signal, held by flag, is looked at after each slow step."""
     from loomcheck.fuzz.campaign import open_database, parse_database
     from loomcheck.harness.runner import Run
 
+    _checkpoint()
     catalogue = load_catalogue()
     check_spec(args.impl)
+    _checkpoint()
     resolve_factory(args.impl)  # a missing module, file or factory: one line, exit 3 (the run never starts)
+    _checkpoint()
     choice = parse_database(args.database, args.profile)
     database = open_database(choice)  # a bad URL or an unreachable server stops here, exit 3
     if database is not None:
@@ -172,29 +248,22 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     shipped = peer_manifest(args.impl) if args.manifest is None else None
     if shipped is not None:
         console.print(f"manifest: the {args.impl} adapter's own ({escape(str(shipped))}); --manifest FILE uses another")
-    with _stop_on_sigterm(), _progress(console) as progress:
-        tasks: dict[str, int] = {}
+    progress = _progress(console)
+    tasks: dict[str, int] = {}
 
-        def report_progress(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = progress.add_task(phase, total=total)
-            progress.update(tasks[phase], completed=done, total=total)
+    def report_progress(phase: str, done: int, total: int) -> None:
+        if phase not in tasks:
+            tasks[phase] = progress.add_task(phase, total=total)
+        progress.update(tasks[phase], completed=done, total=total)
 
-        run = Run(args.impl, catalogue, profile=args.profile, only=args.only, report_dir=args.report,
-                  seed=args.seed, progress=report_progress, transport=_transport_options(args), manifest=manifest,
-                  explore_depth=args.explore_depth, explore_seconds=args.explore_budget, database=database,
-                  profile_checks=args.profile_checks)
-        if args.seed is None and run.seed is not None:  # drawn for this run: shown now, in case it never ends
-            console.print(f"seed {run.seed} (drawn; --seed {run.seed} draws the same examples)")
-        report = run.execute()
-    if run.load_failure is not None:  # the factory raised: a tool error, not 80 invariants in error
-        console.print(f"[bold red]error[/]: {escape(run.load_failure)}")
-        return SUITE_FAILED
-    if manifest is not None:
-        _apply_manifest(report, manifest, args.report)
-    _print_report(report, console, args)
-    _manifest_notes(report, console, args, manifest)
-    return report.exit_code(strict=args.strict_manifest)
+    run = Run(args.impl, catalogue, profile=args.profile, only=args.only, report_dir=args.report,
+              seed=args.seed, progress=report_progress, transport=_transport_options(args), manifest=manifest,
+              explore_depth=args.explore_depth, explore_seconds=args.explore_budget, database=database,
+              profile_checks=args.profile_checks)
+    if args.seed is None and run.seed is not None:  # drawn for this run: shown now, in case it never ends
+        console.print(f"seed {run.seed} (drawn; --seed {run.seed} draws the same examples)")
+    _checkpoint()
+    return run, manifest, progress
 
 
 def _check_writable(report_dir: Path) -> None:
@@ -207,26 +276,6 @@ def _check_writable(report_dir: Path) -> None:
             pass
     except OSError as exc:
         raise ValueError(f"--report {report_dir}: cannot write there: {exc.strerror or exc}") from None
-
-
-@contextmanager
-def _stop_on_sigterm() -> Iterator[None]:
-    """A CI system that times a job out sends SIGTERM: stop as on Ctrl-C, so the run
-    writes its report (partial, stopped "interrupted") before the process ends."""
-    import signal
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread (an embedding caller): leave the default
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _progress(console: Console) -> Progress:
