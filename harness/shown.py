@@ -11,13 +11,11 @@ LIMIT = 1000  # characters of an exception's own text kept in a message
 
 def shown_exception(exc: BaseException) -> str:
     """`TypeName: its text`, or `TypeName` when it has none, or
-    `<TypeName whose str() raised OtherType>` when its text cannot be had."""
+    `<TypeName whose str() raised OtherType>` when its text cannot be had (str() raises
+    TypeError for a __str__ that returns no string)."""
     name = type_name(type(exc))
     try:
-        text = str(exc)
-        if not isinstance(text, str):
-            return f"<{name} whose str() returned a {type_name(type(text))}>"
-        text = str.__str__(text)  # a subclass of str returned: its own methods are not called again
+        text = str.__str__(str(exc))  # a subclass of str returned: its own methods are not called again
     except BaseException as failure:  # noqa: BLE001 - whatever its __str__ raises, this must not
         return f"<{name} whose str() raised {type_name(type(failure))}>"
     if len(text) > LIMIT:
