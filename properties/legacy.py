@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterator
 
 from loomcheck.harness.script import Configure, Define, Load, Recover, Restart, Resume, Start
 from loomcheck.harness.session import ImplementationFailed, Session, Step
+from loomcheck.harness.shown import brief
 from loomcheck.properties.keysafety import CorpusResult, gated
 from loomcheck.properties.registry import Violation
 from loomcheck.harness import proofs
@@ -232,9 +233,9 @@ AT_RISK = [START, *PAIR]  # crashed after an old node's recovery: its next gate 
 
 
 def _warned(session: Session, execution: str) -> list[str]:
-    said = session.unscripted("warnings", session.driver.warnings, needs=("legacy-scan",))
+    said = session.unscripted("warnings", lambda: session.driver.warnings(), needs=("legacy-scan",), data=True)
     if not isinstance(said, list) or not all(isinstance(w, dict) for w in said):
-        raise ImplementationFailed("warnings", f"returned {said!r}, not a list of objects")
+        raise ImplementationFailed("warnings", f"returned {brief(said)}, not a list of objects")
     return [str(w.get("verdict")) for w in said if w.get("executionId") == execution]
 
 
