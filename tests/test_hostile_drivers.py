@@ -7,19 +7,27 @@ at any moment, it leaves a valid partial report and exit 2."""
 
 from __future__ import annotations
 
-import os
+import enum
+import json
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from loomcheck.cli import main
+from loomcheck.harness import runner
+from loomcheck.harness.jsondata import MAX_DEPTH, Bounds, NotJsonData, handed, plain
+from loomcheck.harness.shown import brief, shown_exception
 from loomcheck.reports.model import Report
+from loomcheck.reports.placeholder import from_argv, minimal_report
+from fakes.hostile import UnprintableError
 
 HOSTILE = Path(__file__).parent / "fakes" / "hostile.py"
 ONLY = "log.append-only"  # judged by the state machine, the explorer and the regression logs
@@ -88,6 +96,137 @@ def test_a_kernel_module_that_exits_on_import_is_a_tool_error(tmp_path: Path,
         pytest.fail(f"{type(escaped).__name__} escaped `loomcheck run`: {escaped!r}")
     out = capsys.readouterr().out
     assert code == 3 and "raised SystemExit: 0" in " ".join(out.split()), out
+
+
+def test_a_phase_a_defect_of_the_suite_stopped_passes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The explorer breaks (a defect of the suite, not of the kernel): the invariants it had to judge
+    are in error, not passed on the state machine's say-so, and the run is not complete."""
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a defect of the suite")
+
+    monkeypatch.setattr(runner, "explore", broken)
+    code = main(["run", "--impl", "reference:memory", "--only", ONLY, "--profile", "peers-slow", "--report",
+                 str(tmp_path)])
+    report = Report.model_validate_json((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert code == 2, capsys.readouterr().out
+    assert [f.message for f in report.findings if f.kind == "suite-error"] == ["explorer: RuntimeError: a defect of the suite"]
+    [record] = report.results
+    assert record.status == "error" and "explorer phase stopped" in (record.message or ""), record
+    assert report.complete is False
+
+
+def test_an_embedding_caller_on_another_thread_runs_and_keeps_its_signal_handling(tmp_path: Path) -> None:
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    codes: list[int] = []
+    worker = threading.Thread(target=lambda: codes.append(main(["run", "--impl", "reference:memory", "--only",
+                                                                  ONLY, "--profile", "peers-slow", "--explore-depth",
+                                                                  "0", "--report", str(tmp_path)])))
+    worker.start()
+    worker.join(timeout=120)
+    assert codes == [0]
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+# -- what crosses the boundary: JSON data, copied ----------------------------------------------
+class Hostile(enum.StrEnum):
+    A = "a"
+
+    def __str__(self) -> str:
+        raise AssertionError("a method of the answer was called")
+
+
+class HostileList(list):
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        raise AssertionError("a method of the answer was called")
+
+
+def nested(levels: int) -> object:
+    value: object = 0
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def self_containing() -> object:
+    value: list[object] = [1]
+    value.append({"again": value})
+    return value
+
+
+@pytest.mark.parametrize("answer,problem", [
+    (float("nan"), "nan is not a JSON number"),
+    ({"x": [float("inf")]}, "inf is not a JSON number at /x/0"),
+    ({1: "one"}, "a member name of type int"),
+    ({"b": b"bytes"}, "a value of type bytes is not JSON data at /b"),
+    ((1, 2), "a value of type tuple"),
+    (10 ** 4000, "an integer of more than"),
+    (self_containing(), "the value contains itself at /1/again"),
+    (nested(MAX_DEPTH + 1), f"nested deeper than {MAX_DEPTH} arrays/objects"),
+], ids=["nan", "inf", "int-key", "bytes", "tuple", "huge-int", "cycle", "too-deep"])
+def test_an_answer_that_is_not_json_data_is_refused_with_where(answer: object, problem: str) -> None:
+    with pytest.raises(NotJsonData) as refused:
+        plain(answer)
+    assert problem in str(refused.value)
+
+
+def test_json_data_is_copied_through_base_types_and_bounded_in_size() -> None:
+    answer = {"kind": Hostile.A, "items": HostileList([1, 2.5, True, None]), "deep": nested(MAX_DEPTH - 1)}
+    copy = plain(answer)
+    assert copy["kind"] == "a" and type(copy["kind"]) is str and type(copy["items"]) is list
+    assert copy["items"] == [1, 2.5, True, None] and levels(copy["deep"]) == MAX_DEPTH - 1
+    with pytest.raises(NotJsonData, match="more than 10 values"):
+        plain(list(range(20)), Bounds(items=10))
+    with pytest.raises(NotJsonData, match="more than 5 characters"):
+        plain(["abc", "def"], Bounds(text=5))
+
+
+def levels(value: object) -> int:
+    count = 0
+    while isinstance(value, list):
+        value, count = value[0], count + 1
+    return count
+
+
+def innermost(value: object) -> list[object]:
+    while isinstance(value, list) and isinstance(value[0], list):
+        value = value[0]
+    return value  # type: ignore[return-value]
+
+
+def test_what_is_handed_shares_nothing_at_any_depth() -> None:
+    original = {"a": [{"b": 1}], "view": nested(100_000)}  # the bound-answers corpus nests views so deep
+    copy = handed(original)
+    copy["a"][0]["b"] = 2
+    innermost(copy["view"])[0] = "changed"
+    assert original["a"][0]["b"] == 1 and innermost(original["view"]) == [0]
+
+
+def test_text_about_an_exception_or_a_value_never_raises() -> None:
+    class Odd(Exception):
+        def __str__(self):  # type: ignore[no-untyped-def]
+            return 42
+
+    assert shown_exception(Odd()) == "<Odd whose str() raised TypeError>"
+    assert shown_exception(UnprintableError()) == "<UnprintableError whose str() raised ValueError>"
+    assert shown_exception(SystemExit(0)) == "SystemExit: 0" and shown_exception(GeneratorExit()) == "GeneratorExit"
+    assert shown_exception(ValueError("x" * 5000)).endswith("(4000 more characters)")
+    assert brief(self_containing(), 40).endswith("...") and len(brief(self_containing(), 40)) == 40
+    assert brief(nested(5000), 20) == "[[[[[[[[[[[[[[[[[..."
+
+
+def test_the_placeholder_report_is_valid_and_a_refused_run_leaves_what_was_there(tmp_path: Path) -> None:
+    schema = json.loads((Path(runner.__file__).parents[1] / "spec" / "schemas" / "report.schema.json").read_text())
+    Draft202012Validator(schema).validate(minimal_report("reference", "ci", "interrupted"))
+    earlier = tmp_path / "report.json"
+    earlier.write_text("an earlier run's report")
+    early = from_argv(["run", "--only", "gate.", "--report", str(tmp_path)])
+    assert early is not None
+    written = Report.model_validate_json(earlier.read_text())
+    assert (written.complete, written.implementation.spec) == (False, "reference")
+    early.withdraw()
+    assert earlier.read_text() == "an earlier run's report"
+    assert from_argv(["replay", "x.json"]) is None
 
 
 # -- the user's signals ----------------------------------------------------------------------
