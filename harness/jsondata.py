@@ -77,60 +77,72 @@ def plain(value: JSON, bounds: Bounds = BOUNDS) -> JSON:
         if node is _EXIT:
             open_ids.discard(key)
             continue
-        items += 1
-        if items > bounds.items:
-            raise NotJsonData(_pointer(link), f"more than {bounds.items} values")
         kind = type(node)
-        if node is None or kind is bool:
-            parent[key] = node
-        elif issubclass(kind, str):
-            node = str.__str__(node)  # a subclass's own __str__ is never called
-            text += len(node)
-            if text > bounds.text:
-                raise NotJsonData(_pointer(link), f"more than {bounds.text} characters of text")
-            parent[key] = node
-        elif issubclass(kind, bool):  # pragma: no cover - bool cannot be subclassed
-            parent[key] = bool(node)
-        elif issubclass(kind, int):
-            node = int.__int__(node)
-            if node.bit_length() > bounds.int_bits:
-                raise NotJsonData(_pointer(link), f"an integer of more than {bounds.int_bits} bits")
-            parent[key] = node
-        elif issubclass(kind, float):
-            node = float.__float__(node)
-            if not math.isfinite(node):
-                raise NotJsonData(_pointer(link), f"{node!r} is not a JSON number")
-            parent[key] = node
-        elif issubclass(kind, (list, dict)):
+        if not (kind is dict or kind is list or issubclass(kind, (dict, list))):
+            parent[key], size = _scalar(node, kind, link, bounds)  # the top, or one the fast path below left
+            items, text = items + 1, text + size
+        else:
             if id(node) in open_ids:
                 raise NotJsonData(_pointer(link), "the value contains itself")
             if level + 1 > bounds.depth:
                 raise NotJsonData(_pointer(link), f"nested deeper than {bounds.depth} arrays/objects")
-            parent[key] = _container(node, kind, stack, level + 1, link, open_ids)
-        else:
-            raise NotJsonData(_pointer(link), f"a value of type {_type_name(kind)} is not JSON data")
+            open_ids.add(id(node))
+            stack.append((_EXIT, None, id(node), level, link))
+            members = _members(node, kind, link)
+            parent[key] = copy = [None] * len(members) if issubclass(kind, list) else {}
+            for name, child in members:
+                # Exact scalars, most of any answer, are copied here rather than stacked.
+                ck = type(child)
+                if ck is str:
+                    text += len(child)
+                    copy[name] = child
+                elif child is None or ck is bool or ck is int and child.bit_length() <= bounds.int_bits \
+                        or ck is float and math.isfinite(child):
+                    copy[name] = child
+                else:
+                    copy[name] = None  # its place kept: a dict's members stay in their order
+                    stack.append((child, copy, name, level + 1, (link, name)))
+                    continue
+                items += 1
+            items += 1
+        if items > bounds.items:
+            raise NotJsonData(_pointer(link), f"more than {bounds.items} values")
+        if text > bounds.text:
+            raise NotJsonData(_pointer(link), f"more than {bounds.text} characters of text")
     return root[0]
 
 
-def _container(node: Any, kind: type, stack: list, level: int, link: _Link, open_ids: set[int]) -> JSON:
-    """The empty copy of a list or dict; its members pushed to be copied into it."""
-    open_ids.add(id(node))
-    stack.append((_EXIT, None, id(node), level, link))
+def _members(node: Any, kind: type, link: _Link) -> list[tuple[Any, Any]]:
+    """(index or name, member) of a list or dict, read through the base type's own methods."""
     if issubclass(kind, list):
-        members = list.copy(node)
-        copy: JSON = [None] * len(members)
-        stack.extend((child, copy, index, level, (link, index)) for index, child in enumerate(members))
-        return copy
+        return list(enumerate(list.copy(node)))
     members = dict.copy(node)
-    copy = {}
     for name in members:
         if not issubclass(type(name), str):
             raise NotJsonData(_pointer(link), f"a member name of type {_type_name(type(name))}, not a string")
-    for name, child in members.items():
-        name = str.__str__(name)
-        copy[name] = None  # the order of members is kept
-        stack.append((child, copy, name, level, (link, name)))
-    return copy
+    if all(type(name) is str for name in members):
+        return list(dict.items(members))
+    return [(str.__str__(name), child) for name, child in dict.items(members)]
+
+
+def _scalar(node: Any, kind: type, link: _Link, bounds: Bounds) -> tuple[JSON, int]:
+    """A scalar as its exact base type, with the characters of text it counts for."""
+    if node is None or kind is bool:
+        return node, 0
+    if issubclass(kind, str):
+        node = str.__str__(node)  # a subclass's own __str__ is never called
+        return node, len(node)
+    if issubclass(kind, int):
+        node = int.__int__(node)
+        if node.bit_length() > bounds.int_bits:
+            raise NotJsonData(_pointer(link), f"an integer of more than {bounds.int_bits} bits")
+        return node, 0
+    if issubclass(kind, float):
+        node = float.__float__(node)
+        if not math.isfinite(node):
+            raise NotJsonData(_pointer(link), f"{node!r} is not a JSON number")
+        return node, 0
+    raise NotJsonData(_pointer(link), f"a value of type {_type_name(kind)} is not JSON data")
 
 
 def handed(value: JSON) -> JSON:
