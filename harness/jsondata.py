@@ -88,9 +88,14 @@ def plain(value: JSON, bounds: Bounds = BOUNDS) -> JSON:
                 raise NotJsonData(_pointer(link), f"nested deeper than {bounds.depth} arrays/objects")
             open_ids.add(id(node))
             stack.append((_EXIT, None, id(node), level, link))
-            members = _members(node, kind, link)
-            parent[key] = copy = [None] * len(members) if issubclass(kind, list) else {}
+            # An exact list or dict is read as it is; a subclass through the base type's own methods.
+            is_list = kind is list or kind is not dict and issubclass(kind, list)
+            members = (enumerate(node) if kind is list else node.items() if kind is dict
+                       else _members(node, kind, link))
+            parent[key] = copy = [None] * len(node if kind is list else list.copy(node)) if is_list else {}
             for name, child in members:
+                if not is_list and type(name) is not str:
+                    name = _name(name, link)
                 # Exact scalars, most of any answer, are copied here rather than stacked.
                 ck = type(child)
                 if ck is str:
@@ -113,16 +118,17 @@ def plain(value: JSON, bounds: Bounds = BOUNDS) -> JSON:
 
 
 def _members(node: Any, kind: type, link: _Link) -> list[tuple[Any, Any]]:
-    """(index or name, member) of a list or dict, read through the base type's own methods."""
+    """(index or name, member) of a subclass of list or dict, read through the base type's methods."""
     if issubclass(kind, list):
         return list(enumerate(list.copy(node)))
-    members = dict.copy(node)
-    for name in members:
-        if not issubclass(type(name), str):
-            raise NotJsonData(_pointer(link), f"a member name of type {_type_name(type(name))}, not a string")
-    if all(type(name) is str for name in members):
-        return list(dict.items(members))
-    return [(str.__str__(name), child) for name, child in dict.items(members)]
+    return list(dict.items(dict.copy(node)))
+
+
+def _name(name: Any, link: _Link) -> str:
+    """A member name that is not an exact str: a subclass's text, or NotJsonData."""
+    if issubclass(type(name), str):
+        return str.__str__(name)
+    raise NotJsonData(_pointer(link), f"a member name of type {_type_name(type(name))}, not a string")
 
 
 def _scalar(node: Any, kind: type, link: _Link, bounds: Bounds) -> tuple[JSON, int]:
@@ -148,22 +154,21 @@ def _scalar(node: Any, kind: type, link: _Link, bounds: Bounds) -> tuple[JSON, i
 def handed(value: JSON) -> JSON:
     """A deep copy of the harness's own JSON value, to hand to an implementation: lists and
     dicts copied at every depth, without recursion; scalars (immutable) shared."""
-    if not isinstance(value, (list, dict)):
+    if not isinstance(value, (list, dict, tuple)):
         return value
     root: list[JSON] = [None]
     stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
     while stack:
         node, parent, key = stack.pop()
-        if isinstance(node, list):
-            parent[key] = copy = [None] * len(node)
-            stack.extend((child, copy, index) for index, child in enumerate(node))
-        elif isinstance(node, dict):
-            parent[key] = copy = dict.fromkeys(node)
-            stack.extend((child, copy, name) for name, child in node.items())
-        elif isinstance(node, tuple):
+        if isinstance(node, tuple):
             parent[key] = tuple(handed(child) for child in node)  # rare, shallow: a tuple holds few members
-        else:
-            parent[key] = node
+            continue
+        members = node.items() if isinstance(node, dict) else enumerate(node)
+        parent[key] = copy = {} if isinstance(node, dict) else [None] * len(node)
+        for name, child in members:
+            copy[name] = child
+            if isinstance(child, (list, dict, tuple)):
+                stack.append((child, copy, name))
     return root[0]
 
 
