@@ -450,13 +450,34 @@ def _repro(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _made(impl: str) -> object:
+    """The factory's driver; whatever the factory raises (SystemExit too) is a one-line tool error, exit 3."""
+    from loomcheck.harness.session import guarded
+
+    factory = resolve_factory(impl)
+    try:
+        return guarded("factory", factory)
+    except ImplementationFailed as failed:
+        raise ImplementationSpecError(f"{impl}: the factory {failed.detail}") from None
+
+
+def _close(driver: object, console: Console) -> None:
+    """close(), whatever it raises said in one line (the verdict printed above stands)."""
+    from loomcheck.harness.shown import shown_exception
+
+    try:
+        driver.close()  # type: ignore[attr-defined]
+    except BaseException as exc:  # noqa: BLE001 - SystemExit included: it must not become our exit status
+        console.print(f"[yellow]implementation-error[/]: close: raised {escape(shown_exception(exc))}")
+
+
 def _replay(args: argparse.Namespace, console: Console) -> int:
     from loomcheck.harness.loading import killable, needs_a_process
     from loomcheck.harness.needs import operations_need
 
     log = load_regression(args.file)
     kills = needs_a_process([from_model(m) for m in log.operations])
-    driver = killable(args.impl) if kills else resolve_factory(args.impl)()
+    driver = killable(args.impl) if kills else _made(args.impl)
     try:
         hello = hello_of(driver)
         missing = operations_need([from_model(m) for m in log.operations]) - set(hello.features)
@@ -470,7 +491,7 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[yellow]implementation-error[/]: {escape(str(failed))}")
         return 2
     finally:
-        driver.close()
+        _close(driver, console)
     console.print(f"replay {escape(log.name)} (ADR {log.adr}; {', '.join(log.invariants)}) against {hello.name} {hello.version}")
     for number, (model, outcome) in enumerate(zip(log.operations, result.outcomes), start=1):
         console.print(f"  {number:>2}. {escape(describe(from_model(model)))} -> {outcome}")

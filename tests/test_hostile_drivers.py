@@ -23,10 +23,13 @@ from jsonschema import Draft202012Validator
 
 from loomcheck.cli import main
 from loomcheck.harness import runner
+from loomcheck.harness.needs import operations_need
+from loomcheck.harness.script import from_model
 from loomcheck.harness.jsondata import MAX_DEPTH, Bounds, NotJsonData, handed, plain
 from loomcheck.harness.shown import brief, shown_exception
 from loomcheck.reports.model import Report
 from loomcheck.reports.placeholder import from_argv, minimal_report
+from loomcheck.spec.regressions import committed_regressions
 from fakes.hostile import UnprintableError
 
 HOSTILE = Path(__file__).parent / "fakes" / "hostile.py"
@@ -274,3 +277,18 @@ def test_a_signal_at_any_moment_leaves_a_partial_report_and_exit_2(signum: int, 
     assert "Traceback" not in out + err, err
     written = Report.model_validate_json((report / "report.json").read_text(encoding="utf-8"))
     assert (written.complete, written.stopped) == (False, "interrupted"), f"{delay:.2f} s: {written.stopped}"
+
+
+def test_replay_of_a_hostile_driver_neither_exits_with_its_status_nor_prints_a_traceback(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    log = next(label for label, found in committed_regressions() if not operations_need(
+        [from_model(m) for m in found.operations]) - {"fold", "recover", "resume-as", "restart"})
+    for factory, code, said in (("factory_exits", 3, "the factory raised SystemExit: 0"),
+                                ("start_exits", 2, "raised SystemExit: 0"),
+                                ("close_exits", 0, "close: raised SystemExit: 3")):
+        try:
+            returned = main(["replay", str(log), "--impl", f"python:{HOSTILE}:{factory}"])
+        except BaseException as escaped:  # noqa: BLE001
+            pytest.fail(f"{factory}: {type(escaped).__name__} escaped `loomcheck replay`: {escaped!r}")
+        out = " ".join(capsys.readouterr().out.split())
+        assert (returned, said in out, "Traceback" in out) == (code, True, False), (factory, out)
