@@ -14,6 +14,9 @@ not the exception, says the run was interrupted: a KeyboardInterrupt a driver ra
 of its own accord is its finding. Dropped there too (a garbage-collection callback
 during the call), the flag still stops the run at the next check.
 
+A driver call that installs handlers of its own finds ours back when it returns: while
+a run lasts, SIGINT and SIGTERM are the run's.
+
 Standard library only, and cheap to import: `python -m loomcheck` installs the
 handlers before it imports anything else."""
 
@@ -127,6 +130,16 @@ class _DriverCall:
     def __exit__(self, *exc: object) -> None:
         if threading.get_ident() == _MAIN:
             _state.calls -= 1
+            if _state.previous:
+                _reassert()
+
+
+def _reassert() -> None:
+    """Ours back, should the call have installed its own (a kernel's library may, on start):
+    while a run lasts, its signals are the run's."""
+    for signum in SIGNALS:
+        if signal.getsignal(signum) is not _on_signal:
+            signal.signal(signum, _on_signal)
 
 
 _MAIN = threading.main_thread().ident

@@ -83,6 +83,33 @@ class DeepState(SmallKernel):
         return state
 
 
+class TakesTheSignals(SmallKernel):
+    """Installs its own SIGTERM handler on every reset (as a library may when it starts), and
+    notes on each read whether it is still the one installed."""
+
+    seen: list[bool] = []
+
+    def reset(self) -> None:
+        import signal
+
+        super().reset()
+        signal.signal(signal.SIGTERM, _its_own)
+
+    def read_log(self, execution_id: str) -> list[dict[str, JSON]]:
+        import signal
+
+        TakesTheSignals.seen.append(signal.getsignal(signal.SIGTERM) is _its_own)
+        return super().read_log(execution_id)
+
+
+def _its_own(signum: int, frame: object) -> None:  # pragma: no cover - never delivered
+    pass
+
+
+def takes_the_signals() -> SmallKernel:
+    return TakesTheSignals()
+
+
 def hello_escapes() -> SmallKernel:
     return HelloEscapes()
 
