@@ -4,16 +4,18 @@
 of dict, list, str, int, float, bool and None, or NotJsonData saying where and why it is
 not JSON data within the bounds. `handed(value)` is what the harness hands an
 implementation: a deep copy, so nothing the implementation does to it reaches the
-harness's own record. Both are pure and iterative (the suite itself sends a view nested
-100 000 deep to see it refused), and neither calls a method of the value it walks: a
+harness's own record, and how deep it nests. Both are pure and iterative (the suite itself
+sends values nested thousands deep), and neither calls a method of the value it walks: a
 subclass of str, int, float, list or dict is read through the base type's own slots, so
 an answer cannot run code of its own while it is checked.
 
 The bounds, and why:
-    depth  MAX_DEPTH = 1088 arrays/objects: the deepest value the suite asks a kernel to keep
-           is a gate's view nested 1024 deep (ADR 0117 D1's bound, spec/canonical.py), and an
-           event or state wraps it in a few levels more; past that an answer is nested only
-           because the implementation made it so (or it contains itself)
+    depth  MAX_DEPTH = 256 arrays/objects (as the stdio transport's), or deeper by as much as
+           the suite itself has handed the implementation, plus ENVELOPE = 64 levels for the
+           events and state that wrap it (`Bounds.beyond`): a kernel may keep a value the
+           suite sent 5 000 deep (the hostile-payloads corpus) or a gate's view 1 024 deep (ADR
+           0117 D1), and its answers hold it; an answer nested deeper than anything it was
+           handed is nested so by the implementation alone (or it contains itself)
     items  MAX_ITEMS = 4 000 000 values in one answer
     text   MAX_TEXT = 64 Mi characters of strings and member names in one answer (the stdio
            transport's default --max-line)
@@ -26,18 +28,17 @@ Member names must be strings. A value that contains itself is refused as such.""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from loomcheck.harness.shown import type_name as _type_name
-from loomcheck.spec.canonical import MAX_DEPTH as VIEW_DEPTH
 
 JSON = Any
-MAX_DEPTH = VIEW_DEPTH + 64
+MAX_DEPTH = 256
+ENVELOPE = 64
 MAX_ITEMS = 4_000_000
 MAX_TEXT = 64 * 1024 * 1024
 MAX_INT_BITS = 13_000
-_SCALARS = (str, bool, int, float)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,11 @@ class Bounds:
     items: int = MAX_ITEMS
     text: int = MAX_TEXT
     int_bits: int = MAX_INT_BITS
+
+    def beyond(self, handed_depth: int) -> Bounds:
+        """The bounds once a value `handed_depth` deep has been handed: an answer may hold it."""
+        wanted = handed_depth + ENVELOPE
+        return self if wanted <= self.depth else replace(self, depth=wanted)
 
 
 BOUNDS = Bounds()
@@ -151,25 +157,30 @@ def _scalar(node: Any, kind: type, link: _Link, bounds: Bounds) -> tuple[JSON, i
     raise NotJsonData(_pointer(link), f"a value of type {_type_name(kind)} is not JSON data")
 
 
-def handed(value: JSON) -> JSON:
-    """A deep copy of the harness's own JSON value, to hand to an implementation: lists and
-    dicts copied at every depth, without recursion; scalars (immutable) shared."""
+def handed(value: JSON) -> tuple[JSON, int]:
+    """A deep copy of the harness's own JSON value, to hand to an implementation, and how many
+    arrays/objects deep it nests: lists and dicts copied at every depth, without recursion;
+    scalars (immutable) shared."""
     if not isinstance(value, (list, dict, tuple)):
-        return value
+        return value, 0
     root: list[JSON] = [None]
-    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    stack: list[tuple[Any, Any, Any, int]] = [(value, root, 0, 1)]
+    deepest = 1
     while stack:
-        node, parent, key = stack.pop()
+        node, parent, key, level = stack.pop()
+        deepest = max(deepest, level)
         if isinstance(node, tuple):
-            parent[key] = tuple(handed(child) for child in node)  # rare, shallow: a tuple holds few members
+            members = [handed(child) for child in node]  # rare, shallow: a tuple holds few members
+            parent[key] = tuple(copy for copy, _ in members)
+            deepest = max([deepest, *(level + d for _, d in members)])
             continue
         members = node.items() if isinstance(node, dict) else enumerate(node)
         parent[key] = copy = {} if isinstance(node, dict) else [None] * len(node)
         for name, child in members:
             copy[name] = child
             if isinstance(child, (list, dict, tuple)):
-                stack.append((child, copy, name))
-    return root[0]
+                stack.append((child, copy, name, level + 1))
+    return root[0], deepest
 
 
 def _short(pointer: str, limit: int = 120) -> str:

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from loomcheck.harness import interrupts
 from loomcheck.harness.driver import JSON, Driver, Hello, Outcome
-from loomcheck.harness.jsondata import NotJsonData, handed, plain
+from loomcheck.harness.jsondata import BOUNDS, NotJsonData, handed, plain
 from loomcheck.harness.needs import Undeclared, operations_need
 from loomcheck.harness.proofs import with_own_proof
 from loomcheck.harness.shown import brief, shown_exception
@@ -178,6 +178,16 @@ class Session:
         # Every proof the harness signed (spec/signing.md notation) -> its claim and secret, so an
         # implementation that signs its own is handed its own proof for the same claim (harness/proofs.py).
         self.claims: dict[str, Any] = {}
+        self.bounds = BOUNDS  # what its answers may be (harness/jsondata.py): deeper once it is handed deeper
+
+    def _hand(self, value: Any) -> Any:
+        """A copy of `value` for the implementation; its answers may now nest as deep as it does."""
+        copy, depth = handed(value)
+        self.bounds = self.bounds.beyond(depth)
+        return copy
+
+    def _plain(self, raw: Any) -> Any:
+        return plain(raw, self.bounds)
 
     def script(self) -> list[Operation]:
         """The operations so far, including one the implementation failed on."""
@@ -254,16 +264,16 @@ class Session:
             known = list(dict.fromkeys(known + [x for x in [execution_of(op.during)] if x is not None]))
         before = {x: self.read_log(x) for x in known}
         if isinstance(op, Kill):
-            during = handed(to_json(with_own_proof(self, op.during))) if op.during is not None else None
+            during = self._hand(to_json(with_own_proof(self, op.during))) if op.during is not None else None
             self._call(describe(op), lambda: self.driver.kill(during, op.after_appends))  # type: ignore[attr-defined]
             others = {x: (before[x], self.read_log(x)) for x in known}
             step = Step(len(self.trace.steps), op, Outcome.accepted(crashed=True), None, [], [], None, None, None, others)
             return self._record(step)
         if isinstance(op, AdvanceClock):
             self.trace.now += op.ms
-            recovered = self._call(describe(op), lambda: self.driver.advance_clock(op.ms), plain)
+            recovered = self._call(describe(op), lambda: self.driver.advance_clock(op.ms), self._plain)
         else:
-            recovered = self._call(describe(op), lambda: self.driver.recover_abandoned(), plain)
+            recovered = self._call(describe(op), lambda: self.driver.recover_abandoned(), self._plain)
         if not isinstance(recovered, list) or not all(isinstance(x, str) for x in recovered):
             raise ImplementationFailed(describe(op), f"returned {brief(recovered)}, not a list of execution ids")
         others = {x: (before[x], self.read_log(x)) for x in known}
@@ -272,14 +282,14 @@ class Session:
 
     def effects(self, execution: str) -> list[dict[str, JSON]]:
         self.require({"effect-ledger"}, f"effects {execution}")
-        ledger = self._call(f"effects {execution}", lambda: self.driver.effects(execution), plain)
+        ledger = self._call(f"effects {execution}", lambda: self.driver.effects(execution), self._plain)
         if not isinstance(ledger, list) or not all(isinstance(e, dict) for e in ledger):
             raise ImplementationFailed(f"effects {execution}", "not a list of {stepId, attempt} objects")
         return ledger
 
     def parked_at_sequence(self, execution: str) -> int | None:
         self.require({"security"}, f"parked_at_sequence {execution}")
-        seq = self._call(f"parked_at_sequence {execution}", lambda: self.driver.parked_at_sequence(execution), plain)
+        seq = self._call(f"parked_at_sequence {execution}", lambda: self.driver.parked_at_sequence(execution), self._plain)
         if seq is not None and type(seq) is not int:
             raise ImplementationFailed(f"parked_at_sequence {execution}", f"returned {brief(seq)}, not a sequence or null")
         return seq
@@ -290,7 +300,7 @@ class Session:
         self.require({"signing"}, "sign")
         if len(self.claims) > 100_000:
             self.claims.clear()  # a bound on memory: a forgotten claim is only verified again, not lost
-        signed = self._call("sign", lambda: self.driver.sign(handed(claim)), plain)
+        signed = self._call("sign", lambda: self.driver.sign(self._hand(claim)), self._plain)
         if isinstance(signed, dict) and isinstance(signed.get("proof"), dict) and set(signed) == {"proof"}:
             return signed["proof"]
         refused = signed.get("refused") if isinstance(signed, dict) else None
@@ -300,13 +310,13 @@ class Session:
 
     # -- reads -------------------------------------------------------------------
     def read_log(self, execution: str) -> list[dict[str, JSON]]:
-        log = self._call(f"read_log {execution}", lambda: self.driver.read_log(execution), plain)
+        log = self._call(f"read_log {execution}", lambda: self.driver.read_log(execution), self._plain)
         if not isinstance(log, list) or not all(_is_event(e) for e in log):
             raise ImplementationFailed(f"read_log {execution}", "not a list of {seq, type, payload} events")
         return log
 
     def read_state(self, execution: str) -> dict[str, JSON]:
-        state = self._call(f"read_state {execution}", lambda: self.driver.read_state(execution), plain)
+        state = self._call(f"read_state {execution}", lambda: self.driver.read_state(execution), self._plain)
         if not isinstance(state, dict):
             raise ImplementationFailed(f"read_state {execution}", f"not an object: {type(state).__name__}")
         return state
@@ -314,7 +324,7 @@ class Session:
     def fold(self, events: list[dict[str, JSON]], snapshot: dict[str, JSON] | None) -> dict[str, JSON]:
         self.require({"fold"}, "fold")
         # Copies: a fold that scribbles on what it is handed must not change the step's record of the log.
-        state = self._call("fold", lambda: self.driver.fold(handed(events), handed(snapshot)), plain)
+        state = self._call("fold", lambda: self.driver.fold(self._hand(events), self._hand(snapshot)), self._plain)
         if not isinstance(state, dict):
             raise ImplementationFailed("fold", f"not an object: {type(state).__name__}")
         return state
@@ -326,7 +336,7 @@ class Session:
         `needs`: the features it uses (docs/driver.md names each method's); `data`: its
         answer is JSON data, checked and copied as every read's is."""
         self.require(frozenset(needs), label)
-        return self._call(label, call, plain if data else None)
+        return self._call(label, call, self._plain if data else None)
 
     def erase(self, execution: str) -> None:
         """Forget one execution (feature "legacy-scan"); the next under its id is another incarnation,
@@ -343,28 +353,28 @@ class Session:
         """The operation's call, with copies of everything the harness keeps (its script, its
         trace): what the implementation does to an argument stays its own."""
         if isinstance(op, Define):
-            return self.driver.define_flow(op.flow, handed(op.program))
+            return self.driver.define_flow(op.flow, self._hand(op.program))
         if isinstance(op, Start):
-            return self.driver.start(op.execution, op.flow, handed(op.input))
+            return self.driver.start(op.execution, op.flow, self._hand(op.input))
         if isinstance(op, (Resume, ResumeAs)):
             op = with_own_proof(self, op)  # ADR 0117 D2: the implementation's own proof format, if it has one
         if isinstance(op, Resume):
             if op.options:  # only then: a kernel without the "security" feature takes three arguments
-                return self.driver.resume(op.execution, op.type, handed(op.payload), handed(op.options))
-            return self.driver.resume(op.execution, op.type, handed(op.payload))
+                return self.driver.resume(op.execution, op.type, self._hand(op.payload), self._hand(op.options))
+            return self.driver.resume(op.execution, op.type, self._hand(op.payload))
         if isinstance(op, Recover):
             return self.driver.recover(op.execution)
         if isinstance(op, ResumeAs):
             if op.options:
-                return self.driver.resume_as(op.execution, op.flow, op.type, handed(op.payload), handed(op.options))
-            return self.driver.resume_as(op.execution, op.flow, op.type, handed(op.payload))
+                return self.driver.resume_as(op.execution, op.flow, op.type, self._hand(op.payload), self._hand(op.options))
+            return self.driver.resume_as(op.execution, op.flow, op.type, self._hand(op.payload))
         if isinstance(op, Configure):
-            return self.driver.configure(handed(op.config))
+            return self.driver.configure(self._hand(op.config))
         if isinstance(op, Restart):
             self.driver.restart()
             return Outcome.accepted()
         if isinstance(op, Load):
-            return self.driver.load(op.execution, handed(op.events), handed(op.snapshot))
+            return self.driver.load(op.execution, self._hand(op.events), self._hand(op.snapshot))
         raise TypeError(op)
 
     def _outcome(self, label: str, call: Callable[[], Any]) -> Outcome:

@@ -25,7 +25,7 @@ from loomcheck.cli import main
 from loomcheck.harness import runner
 from loomcheck.harness.needs import operations_need
 from loomcheck.harness.script import from_model
-from loomcheck.harness.jsondata import MAX_DEPTH, Bounds, NotJsonData, handed, plain
+from loomcheck.harness.jsondata import BOUNDS, ENVELOPE, MAX_DEPTH, Bounds, NotJsonData, handed, plain
 from loomcheck.harness.shown import brief, shown_exception
 from loomcheck.reports.model import Report
 from loomcheck.reports.placeholder import from_argv, minimal_report
@@ -208,10 +208,20 @@ def innermost(value: object) -> list[object]:
 
 def test_what_is_handed_shares_nothing_at_any_depth() -> None:
     original = {"a": [{"b": 1}], "view": nested(100_000)}  # the bound-answers corpus nests views so deep
-    copy = handed(original)
+    copy, depth = handed(original)
     copy["a"][0]["b"] = 2
     innermost(copy["view"])[0] = "changed"
-    assert original["a"][0]["b"] == 1 and innermost(original["view"]) == [0]
+    assert original["a"][0]["b"] == 1 and innermost(original["view"]) == [0] and depth == 100_001
+
+
+def test_an_answer_may_nest_as_deep_as_what_the_implementation_was_handed() -> None:
+    """The hostile-payloads corpus sends an input 5 000 deep: a kernel that keeps it answers with it."""
+    _, depth = handed({"input": nested(5_000)})
+    kept = {"seq": 1, "type": "EXECUTION_STARTED", "payload": {"input": nested(5_000)}}
+    assert levels(plain([kept], BOUNDS.beyond(depth))[0]["payload"]["input"]) == 5_000
+    with pytest.raises(NotJsonData, match=f"nested deeper than {depth + ENVELOPE}"):
+        plain(nested(depth + ENVELOPE + 1), BOUNDS.beyond(depth))
+    assert BOUNDS.beyond(3) is BOUNDS  # a shallow value moves nothing
 
 
 def test_text_about_an_exception_or_a_value_never_raises() -> None:
