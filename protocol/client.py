@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from loomcheck.harness.driver import JSON, Outcome
+from loomcheck.harness.jsondata import ENVELOPE
 from loomcheck.harness.session import ImplementationFailed, RunAborted
 from loomcheck.protocol import wire
 from loomcheck.protocol.messages import OUTCOMES, PROTOCOL
@@ -289,6 +290,7 @@ class StdioDriver:
         self.launches = 0
         self.lost: str | None = None   # why the current process holds no state the harness made
         self.deployment = Deployment()
+        self.deepest_sent = 0        # arrays/objects of the deepest request so far
         self.died_in_flight = False  # the last kill(during=...) found the process dead before it answered
         # When a list: every line sent and received, as (launch, "sent"|"received", line), for `loomcheck repro`.
         self.transcript: list[tuple[int, str, bytes]] | None = None
@@ -392,6 +394,9 @@ class StdioDriver:
             line = wire.dumps(request) + b"\n"
         except (ValueError, TypeError, RecursionError) as exc:
             raise RunAborted("suite", f"loomcheck cannot write {label} as JSON: {exc}") from None
+        # An answer may carry back what it was handed (a kernel may keep the hostile corpus's deep
+        # input), so the bound on answers grows with the deepest request sent, as in process.
+        self.deepest_sent = max(self.deepest_sent, wire.depth(request))
         limit = self._limit(timeout)
         end = time.monotonic() + limit
         if process.pending():
@@ -463,7 +468,8 @@ class StdioDriver:
     def _parse(self, line: bytes, label: str) -> dict[str, JSON]:
         """Bounded data first (docs/protocol.md): strict UTF-8, JSON, its depth and size."""
         try:
-            value = wire.loads_answer(line, self.limits.max_depth, self.limits.max_values)
+            value = wire.loads_answer(line, max(self.limits.max_depth, self.deepest_sent + ENVELOPE),
+                                      self.limits.max_values)
         except wire.TooDeep as exc:
             raise ImplementationFailed(label, f"{exc} (the bound on answers)", "invalid-message") from None
         except ValueError as exc:

@@ -85,6 +85,18 @@ def _beyond(value: Any, max_depth: int, max_values: int) -> str | None:
     return None
 
 
+def depth(value: Any) -> int:
+    """How many arrays/objects deep a value nests (a scalar: 0); iterative."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, (dict, list)):
+            deepest = max(deepest, level + 1)
+            stack.extend((child, level + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 

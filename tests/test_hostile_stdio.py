@@ -290,3 +290,30 @@ def test_sigterm_ends_a_run_whose_subject_hangs_with_an_escaped_child(tmp_path: 
     assert report.complete is False and report.stopped == "interrupted"
     leader = int(hanging.read_text())
     assert not alive(leader), "the hung subject outlived the harness"
+
+
+# A kernel may keep a deep value it was handed and answer with it: the bound grows with the request.
+ECHO_FOLD = '''
+message = after_hello()
+while message is not None:
+    answer(message, {"echo": message.get("events")})
+    line = sys.stdin.buffer.readline()
+    message = json.loads(line) if line else None
+'''
+
+
+def test_an_answer_may_carry_back_what_it_was_handed_however_deep(tmp_path: Path, pids: Pids) -> None:
+    from loomcheck.protocol.client import StdioDriver
+
+    program = tmp_path / "echo.py"
+    program.write_text(PRELUDE + ECHO_FOLD, encoding="utf-8")
+    driver = StdioDriver([sys.executable, "-I", "-S", str(program)], Limits(timeout=5))
+    try:
+        driver.hello()
+        deep: list = []
+        for _ in range(700):  # past the fixed bound of 256 (+64), within the echoing child's own parser
+            deep = [deep]
+        answered = driver.fold([{"type": "X", "payload": deep}], None)
+        assert answered["echo"][0]["payload"] == deep
+    finally:
+        driver.close()
