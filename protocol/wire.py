@@ -11,14 +11,10 @@ harness's stack or memory."""
 from __future__ import annotations
 
 import json
-import sys
-import threading
-from typing import Any, Callable
+from typing import Any
 
-from loomcheck.spec.files import json_headroom
+from loomcheck.spec.files import deep_json, json_headroom
 
-DEEP_STACK_BYTES = 512 * 1024 * 1024  # virtual: only the pages a deep value touches are used
-DEEP_RECURSION = 1_000_000
 
 
 def dumps(value: Any) -> bytes:
@@ -26,12 +22,12 @@ def dumps(value: Any) -> bytes:
     UTF-8 form, but its \\u escape is JSON that every parser reads back the same."""
     def encode() -> bytes:
         return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
-    return _deep(encode)
+    return deep_json(encode)
 
 
 def loads(data: bytes | str) -> Any:
     """Strict JSON: NaN and Infinity are not JSON."""
-    return _deep(lambda: json.loads(data, parse_constant=_no_constants))
+    return deep_json(lambda: json.loads(data, parse_constant=_no_constants))
 
 
 class TooDeep(ValueError):
@@ -99,35 +95,3 @@ def depth(value: Any) -> int:
 
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
-
-
-def _deep(work: Callable[[], Any]) -> Any:
-    try:
-        with json_headroom():
-            return work()
-    except RecursionError:
-        pass
-    outcome: list[Any] = []
-
-    def run() -> None:
-        previous = sys.getrecursionlimit()
-        sys.setrecursionlimit(DEEP_RECURSION)
-        try:
-            outcome.append(("ok", work()))
-        except BaseException as exc:  # noqa: BLE001 - handed back to the caller's thread
-            outcome.append(("raised", exc))
-        finally:
-            sys.setrecursionlimit(previous)
-
-    size = threading.stack_size()
-    threading.stack_size(DEEP_STACK_BYTES)
-    try:
-        thread = threading.Thread(target=run, name="deep-json")
-        thread.start()
-    finally:
-        threading.stack_size(size)
-    thread.join()
-    kind, value = outcome[0]
-    if kind == "raised":
-        raise value
-    return value
