@@ -15,6 +15,7 @@ from typing import Any
 from loomcheck.harness.driver import Hello, Outcome
 from loomcheck.harness.needs import options_need, program_needs
 from loomcheck.reference.driver import FEATURES, ReferenceDriver
+from adr_only_approvals import AdrOnlyRuntime  # tests/: an authenticator of ADR 0117 D2 alone
 
 # The Node example's declared set (examples/node/kernel.mjs HELLO.features).
 NODE = frozenset({"fold", "recover", "load-log", "security", "signing"})
@@ -29,7 +30,9 @@ class FencedKernel:
     def __init__(self, features: frozenset[str] | set[str], breaches: list[str] | None = None) -> None:
         self.features = frozenset(features)
         self.breaches: list[str] = [] if breaches is None else breaches
-        self.inner = ReferenceDriver(store="memory")
+        # Without "operation-binding" the kernel verifies ADR 0117 D2's bytes only, as such a kernel would.
+        self.inner = (ReferenceDriver(store="memory") if "operation-binding" in self.features
+                      else ReferenceDriver(store="memory", runtime_class=AdrOnlyRuntime))
         self.deployed: dict[str, Any] = {}
         self.keys: dict[str, Any] = {}  # the configured authenticator's, for sign
 
