@@ -185,8 +185,3 @@ def check_text(value: object, max_bytes: int | None = None) -> str:
     if max_bytes is not None and len(encoded) > max_bytes:
         raise TooLarge(f"{len(encoded)} bytes of text, more than {max_bytes}")
     return value
-
-
-def check_keys_are_strings(value: JSON, max_depth: int | None = None) -> None:
-    """check_json_shape without a size bound (a store's walk, after json.dumps)."""
-    check_json_shape(value, max_depth)

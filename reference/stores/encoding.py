@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loomcheck.reference.events import JSON, NotJson, check_keys_are_strings, check_text, dumps
+from loomcheck.reference.events import JSON, NotJson, check_json_shape, check_text, dumps
 from loomcheck.reference.limits import SNAPSHOT_DEPTH, STORED_DEPTH
 from loomcheck.reference.stores.base import StoreError
 
@@ -79,7 +79,7 @@ def _check_keys_are_strings(value: JSON, max_depth: int) -> None:
     strings, and a value nested deeper than `max_depth`. Only called after `dumps`
     succeeded, so the value has no cycles."""
     try:
-        check_keys_are_strings(value, max_depth)
+        check_json_shape(value, max_depth)
     except NotJson as exc:
         raise StoreError(f"payload is not JSON: {exc}") from None
 
