@@ -11,7 +11,6 @@ import enum
 import json
 import random
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -27,10 +26,12 @@ from loomcheck.harness.needs import operations_need
 from loomcheck.harness.script import from_model
 from loomcheck.harness.jsondata import BOUNDS, ENVELOPE, MAX_DEPTH, Bounds, NotJsonData, handed, plain
 from loomcheck.harness.shown import brief, shown_exception
+from loomcheck.bench import signals
 from loomcheck.reports.model import Report
 from loomcheck.reports.placeholder import from_argv, minimal_report
 from loomcheck.spec.regressions import committed_regressions
 from fakes.hostile import UnprintableError
+from interrupting import interrupt, running
 
 HOSTILE = Path(__file__).parent / "fakes" / "hostile.py"
 ONLY = "log.append-only"  # judged by the state machine, the explorer and the regression logs
@@ -252,16 +253,6 @@ def test_the_placeholder_report_is_valid_and_a_refused_run_leaves_what_was_there
 
 
 # -- the user's signals ----------------------------------------------------------------------
-def catches(pid: int, signum: int) -> bool:
-    """Whether the process has a handler for `signum` (Linux: SigCgt in /proc/PID/status)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    mask = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:")), 0)
-    return bool(mask >> (signum - 1) & 1)
-
-
 # (signal, a moment after loomcheck's handlers are installed, drawn in this band of seconds): two
 # in the first half second (the imports, the catalogue, the factory), two in the state machine.
 # The handlers are the first thing `python -m loomcheck` does; before that the interpreter is
@@ -276,26 +267,15 @@ def test_a_signal_at_any_moment_leaves_a_partial_report_and_exit_2(signum: int, 
                                                                    tmp_path: Path) -> None:
     delay = random.uniform(*band)
     report = tmp_path / "report"
-    harness = subprocess.Popen([sys.executable, "-m", "loomcheck", "run", "--impl", "reference:memory", "--only",
-                                "gate.", "--profile", "ci", "--report", str(report)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    try:
+    with running([sys.executable, *signals.COMMAND, "--report", str(report)], cwd=tmp_path) as harness:
         deadline = time.monotonic() + 30
-        while not catches(harness.pid, signal.SIGTERM) and harness.poll() is None and time.monotonic() < deadline:
+        while (not signals.handler_installed(harness.pid) and harness.poll() is None
+               and time.monotonic() < deadline):
             time.sleep(0.002)
         assert harness.poll() is None, "the run ended before it was signalled"
         time.sleep(delay)
         assert harness.poll() is None, f"the run ended within {delay:.2f} s: choose a longer one"
-        harness.send_signal(signum)
-        out, err = harness.communicate(timeout=60)
-    finally:
-        if harness.poll() is None:
-            harness.kill()
-            harness.communicate()
-    assert harness.returncode == 2, f"{delay:.2f} s: {out}{err}"
-    assert "Traceback" not in out + err, err
-    written = Report.model_validate_json((report / "report.json").read_text(encoding="utf-8"))
-    assert (written.complete, written.stopped) == (False, "interrupted"), f"{delay:.2f} s: {written.stopped}"
+        interrupt(harness, signum, report, timeout=60, context=f"{delay:.2f} s: ")
 
 
 def test_replay_of_a_hostile_driver_neither_exits_with_its_status_nor_prints_a_traceback(

@@ -25,6 +25,7 @@ from loomcheck.cli import main
 from loomcheck.protocol import wire
 from loomcheck.protocol.client import CHUNK, Fault, Limits, _Process
 from loomcheck.reports.model import Report
+from interrupting import interrupt, running
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "fakes" / "stdio_kernel.py"
@@ -270,24 +271,14 @@ def test_sigterm_ends_a_run_whose_subject_hangs_with_an_escaped_child(tmp_path: 
     hanging = tmp_path / "hanging"
     env = {**os.environ, "HOSTILE_HANGING": str(hanging)}
     impl = "stdio:" + shlex.join([sys.executable, "-I", "-S", str(program)])
-    harness = subprocess.Popen([sys.executable, "-m", "loomcheck", "run", "--impl", impl, "--only", INVARIANT,
-                                "--report", str(tmp_path / "report"), "--timeout", "120", "--restarts", "0"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
-    try:
+    with running([sys.executable, "-m", "loomcheck", "run", "--impl", impl, "--only", INVARIANT,
+                  "--report", str(tmp_path / "report"), "--timeout", "120", "--restarts", "0"],
+                 env=env, cwd=tmp_path) as harness:
         deadline = time.monotonic() + WATCHDOG_SECONDS
         while not hanging.exists() and time.monotonic() < deadline and harness.poll() is None:
             time.sleep(0.05)
         assert hanging.exists(), "the subject never started to hang"
-        harness.send_signal(signal.SIGTERM)
-        out, err = harness.communicate(timeout=30)
-    finally:
-        if harness.poll() is None:
-            harness.kill()
-            harness.communicate()
-    assert harness.returncode == 2, out + err
-    assert "Traceback" not in err + out
-    report = Report.model_validate_json((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))
-    assert report.complete is False and report.stopped == "interrupted"
+        interrupt(harness, signal.SIGTERM, tmp_path / "report")
     leader = int(hanging.read_text())
     assert not alive(leader), "the hung subject outlived the harness"
 

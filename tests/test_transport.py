@@ -10,7 +10,6 @@ import os
 import re
 import shlex
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from loomcheck.cli import main
 from loomcheck.reports.model import Report
+from interrupting import interrupt, running
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "fakes" / "stdio_kernel.py"
@@ -183,27 +183,16 @@ def test_a_message_the_schema_rejects_is_an_invalid_message(tmp_path: Path, pids
 def test_an_interrupted_run_leaves_a_partial_report(signum: int, tmp_path: Path) -> None:
     hanging = tmp_path / "hanging"
     env = {**os.environ, "STDIO_FAKE_HANGING": str(hanging)}
-    harness = subprocess.Popen([sys.executable, "-m", "loomcheck", "run", "--impl", fake("hang"), "--only", STATEFUL,
-                                "--report", str(tmp_path / "report"), "--timeout", "120"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
     child = None
-    try:
+    with running([sys.executable, "-m", "loomcheck", "run", "--impl", fake("hang"), "--only", STATEFUL,
+                  "--report", str(tmp_path / "report"), "--timeout", "120"], env=env, cwd=tmp_path) as harness:
         deadline = time.monotonic() + 60
         while child is None and time.monotonic() < deadline and harness.poll() is None:
             text = hanging.read_text() if hanging.exists() else ""
             child = int(text) if text.strip().isdigit() else None
             time.sleep(0.05)
         assert child is not None, "the fake never started to hang"
-        harness.send_signal(signum)
-        out, err = harness.communicate(timeout=30)
-    finally:
-        if harness.poll() is None:
-            harness.kill()
-            harness.communicate()
-    assert harness.returncode == 2, out + err
-    assert "Traceback" not in err and "Traceback" not in out
-    report = Report.model_validate_json((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))
-    assert report.complete is False and report.stopped == "interrupted"
+        interrupt(harness, signum, tmp_path / "report")
     time.sleep(0.2)
     try:
         assert not alive(child), "the hung kernel outlived the harness"
