@@ -88,6 +88,19 @@ def _verdicts(step: Step, trace: Trace, parked_at: int) -> tuple[str | None, str
     return strict, rejection(trace.security, trace.now, op.type, op.payload, op.options, op.execution, parked_at)
 
 
+def _judged(step: Step, trace: Trace) -> tuple[int, str | None, str | None] | None:
+    """For an authenticated answer to a park still in the log: the park's sequence and both
+    verdicts (_verdicts); None when there is no proof to judge (retention removed the park:
+    approvals.park-located judges that)."""
+    before = _answer(step, trace)
+    if before is None or not _authenticated(step, trace, before):
+        return None
+    parked_at = park_seq(step.log_before)
+    if parked_at is None:
+        return None
+    return (parked_at, *_verdicts(step, trace, parked_at))
+
+
 def _reused(strict: str | None, plain: str | None) -> bool:
     """A plain resume's proof presented for another operation or incarnation: the extension's question."""
     return strict is not None and plain is None
@@ -189,14 +202,11 @@ def resumes_echo_the_digest(step: Step, trace: Trace) -> Iterator[Violation]:
 # -- D2: the signed authenticator ----------------------------------------------------
 @predicate("approvals.signature-bound")
 def approvals_hold_for_one_park(step: Step, trace: Trace) -> Iterator[Violation]:
-    before = _answer(step, trace)
-    if before is None or not _authenticated(step, trace, before):
+    judged = _judged(step, trace)
+    if judged is None:
         return
-    parked_at = park_seq(step.log_before)
-    if parked_at is None:
-        return  # retention removed the park: approvals.park-located judges that
+    parked_at, why, plain = judged
     op = step.op
-    why, plain = _verdicts(step, trace, parked_at)
     if _reused(why, plain):
         return  # ADR 0117 D2 grants it, loomcheck's extension refuses it: approvals.operation-bound judges that
     if why is not None and step.outcome.reason != "unauthenticated":
@@ -217,13 +227,10 @@ def approvals_hold_for_one_park(step: Step, trace: Trace) -> Iterator[Violation]
 @predicate("approvals.operation-bound")
 def approvals_answer_one_operation(step: Step, trace: Trace) -> Iterator[Violation]:
     """Beyond ADR 0117 D2 (spec/signing.md section 10, profile choice operation-binding)."""
-    before = _answer(step, trace)
-    if before is None or not _authenticated(step, trace, before):
+    judged = _judged(step, trace)
+    if judged is None:
         return
-    parked_at = park_seq(step.log_before)
-    if parked_at is None:
-        return
-    strict, plain = _verdicts(step, trace, parked_at)
+    parked_at, strict, plain = judged
     allowed = ("unauthenticated", "unknown-flow") if isinstance(step.op, ResumeAs) else ("unauthenticated",)
     if not _reused(strict, plain) or step.outcome.reason in allowed:
         return
