@@ -1,6 +1,6 @@
 """`python -m loomcheck` and the `loomcheck` command: the signal handlers first, then (for
 `loomcheck run`) a placeholder report, and only then the rest of loomcheck, whose imports
-take the better part of half a second (harness/interrupts.py, reports/placeholder.py)."""
+take the better part of half a second (contract/interrupts.py, reports/placeholder.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import sys
 
 
 def main() -> int:
-    from loomcheck.harness import interrupts
-
+    from loomcheck.contract import interrupts
     interrupts.install()
     from loomcheck.reports import placeholder
 

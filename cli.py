@@ -33,20 +33,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from loomcheck import __version__
-from loomcheck.adapters import peer_manifest
-from loomcheck.harness import interrupts
-from loomcheck.harness.loading import ImplementationSpecError, check_spec, resolve_factory
-from loomcheck.harness.replay import replay
-from loomcheck.harness.script import describe, from_model
-from loomcheck.harness.session import ImplementationFailed, Session, hello_of
-from loomcheck.reports.manifest import Manifest
+from loomcheck.peers import peer_manifest
+from loomcheck.contract import interrupts
+from loomcheck.run.loading import ImplementationSpecError, check_spec, resolve_factory
+from loomcheck.run.replay import replay
+from loomcheck.contract.script import describe, from_model
+from loomcheck.contract.session import ImplementationFailed, Session, hello_of
+from loomcheck.run.manifest import Manifest
 from loomcheck.reports.model import InvariantRecord, Report
 from loomcheck.spec.catalogue import export_json, load_catalogue
 from loomcheck.spec.errors import SpecError
 from loomcheck.spec.regressions import load_regression
 
 if TYPE_CHECKING:
-    from loomcheck.harness.runner import Run
+    from loomcheck.run.runner import Run
     from loomcheck.reports.placeholder import Placeholder
 
 SUITE_FAILED = 3
@@ -57,7 +57,7 @@ STYLE = {"pass": "green", "fail": "bold red", "not-applicable": "dim", "error": 
 def main(argv: list[str] | None = None, placeholder: Placeholder | None = None) -> int:
     """`placeholder`: the report `python -m loomcheck run` wrote before this module was imported
     (loomcheck/__main__.py); without one, `run` writes its own as soon as the command line is read."""
-    ours = interrupts.install()  # a run stops by flag (harness/interrupts.py); __main__ installed them earlier
+    ours = interrupts.install()  # a run stops by flag (contract/interrupts.py); __main__ installed them earlier
     try:
         try:
             args = _parser().parse_args(argv)
@@ -231,7 +231,7 @@ def _prepare(args: argparse.Namespace, console: Console) -> tuple[Run, Manifest 
     """Every input checked (a bad one: exit 3, the run never starts) and the run made; the
     user's signal, held by flag, is looked at after each slow step."""
     from loomcheck.fuzz.campaign import open_database, parse_database
-    from loomcheck.harness.runner import Run
+    from loomcheck.run.runner import Run
 
     _checkpoint()
     catalogue = load_catalogue()
@@ -401,7 +401,7 @@ def _transport_arguments(command: argparse.ArgumentParser) -> None:
 def _transport_options(args: argparse.Namespace) -> "TransportOptions":
     import time
 
-    from loomcheck.harness.loading import TransportOptions
+    from loomcheck.run.loading import TransportOptions
 
     if args.timeout <= 0 or args.restarts < 0 or args.max_line < 1024 or (args.deadline is not None and args.deadline <= 0):
         raise ValueError("--timeout and --deadline must be positive, --restarts at least 0, --max-line at least 1024")
@@ -434,7 +434,7 @@ def _print_explanation(console: Console, label: str, text: str) -> None:
 
 
 def _repro(args: argparse.Namespace, console: Console) -> int:
-    from loomcheck.harness.repro import ReproError, write_repro
+    from loomcheck.run.repro import ReproError, write_repro
 
     log = load_regression(args.file)
     out = args.out or args.file.with_name(args.file.stem + ".repro")
@@ -452,7 +452,7 @@ def _repro(args: argparse.Namespace, console: Console) -> int:
 
 def _made(impl: str) -> object:
     """The factory's driver; whatever the factory raises (SystemExit too) is a one-line tool error, exit 3."""
-    from loomcheck.harness.session import guarded
+    from loomcheck.contract.session import guarded
 
     factory = resolve_factory(impl)
     try:
@@ -463,7 +463,7 @@ def _made(impl: str) -> object:
 
 def _close(driver: object, console: Console) -> None:
     """close(), whatever it raises said in one line (the verdict printed above stands)."""
-    from loomcheck.harness.shown import shown_exception
+    from loomcheck.contract.shown import shown_exception
 
     try:
         driver.close()  # type: ignore[attr-defined]
@@ -472,8 +472,8 @@ def _close(driver: object, console: Console) -> None:
 
 
 def _replay(args: argparse.Namespace, console: Console) -> int:
-    from loomcheck.harness.loading import killable, needs_a_process
-    from loomcheck.harness.needs import operations_need
+    from loomcheck.run.loading import killable, needs_a_process
+    from loomcheck.contract.needs import operations_need
 
     log = load_regression(args.file)
     kills = needs_a_process([from_model(m) for m in log.operations])
@@ -503,7 +503,7 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
         for event in events:
             console.print(f"    #{event['seq']} {escape(str(event['type']))} {escape(_short(event['payload']))}")
     if args.record_expected and result.failure is None:
-        from loomcheck.harness.replay import expectation_of
+        from loomcheck.run.replay import expectation_of
         from loomcheck.spec.regressions import dump_regression
 
         log = log.model_copy(update={"expect": expectation_of(result)})
@@ -512,7 +512,7 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
         result.differences = []
     if log.found is not None:
         console.print(f"  originally found against {escape(log.found.implementation)}: {escape(log.found.message)}")
-    from loomcheck.harness.runner import not_applicable_because
+    from loomcheck.run.runner import not_applicable_because
 
     catalogue = load_catalogue()
     # An invariant whose features (or EVENT_SCHEMA) the implementation does not declare is not applicable
@@ -544,15 +544,15 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
 
 
 def _short(value: object) -> str:
-    from loomcheck.properties.jsonvalues import show
+    from loomcheck.contract.jsonvalues import show
 
     return show(value, 100)
 
 
 # -- promote -------------------------------------------------------------------------
 def _promote(args: argparse.Namespace, console: Console) -> int:
-    """The database is a cache; the committed logs are the record (issue 9, fuzz/promotion.py)."""
-    from loomcheck.fuzz.promotion import promote
+    """The database is a cache; the committed logs are the record (issue 9, run/promotion.py)."""
+    from loomcheck.run.promotion import promote
 
     if not args.sources:
         raise ValueError("promote takes report folders or counterexample files")
@@ -665,7 +665,7 @@ def _manifest_arguments(command: argparse.ArgumentParser) -> None:
 
 def _load_manifest(args: argparse.Namespace) -> Manifest | None:
     """Read before the run, so a broken manifest stops it at once (exit 3)."""
-    from loomcheck.reports.manifest import load_manifest
+    from loomcheck.run.manifest import load_manifest
 
     if args.manifest is not None:
         return load_manifest(args.manifest)
@@ -678,7 +678,7 @@ def _load_manifest(args: argparse.Namespace) -> Manifest | None:
 
 
 def _apply_manifest(report: Report, manifest: Manifest, report_dir: Path) -> None:
-    from loomcheck.reports.manifest import apply_manifest
+    from loomcheck.run.manifest import apply_manifest
     from loomcheck.reports.writers import write_html, write_json, write_junit, write_markdown
 
     apply_manifest(report, manifest)
@@ -702,7 +702,7 @@ def _status_cell(record: InvariantRecord) -> str:
 
 
 def _manifest_notes(report: Report, console: Console, args: argparse.Namespace, manifest: Manifest | None) -> None:
-    from loomcheck.reports.manifest import TODO, dump_manifest, load_manifest, updated_manifest
+    from loomcheck.run.manifest import TODO, dump_manifest, load_manifest, updated_manifest
     from loomcheck.reports.writers import write_atomically
 
     if report.summary.expectedFailures:

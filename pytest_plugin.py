@@ -14,7 +14,7 @@ from (every key optional; the `--loomcheck-*` options override them):
     profile = "ci"                         # ci, dev or campaign
     seed = 1                               # a seed instead of the profile's fixed one
     report = "loomcheck-report"            # relative to this file; default: a folder in pytest's cache
-    manifest = "loomcheck-manifest.toml"   # known failures, unsupported features (loomcheck.reports.manifest); relative to this file
+    manifest = "loomcheck-manifest.toml"   # known failures, unsupported features (loomcheck.run.manifest); relative to this file
 
 Why a file: it is the collection entry point pytest documents for tests that
 are not Python functions (`pytest_collect_file` returning a `pytest.File`
@@ -28,7 +28,7 @@ pytest-mypy stopped injecting its status item there because it broke
 `--dist loadfile` work as for any test.
 
 The catalogue runs once per session, lazily, when the first item is set up,
-through `loomcheck.harness.runner.Run`, over the invariants whose items were
+through `loomcheck.run.runner.Run`, over the invariants whose items were
 selected; every item then reads its record from that report:
 
     pass                                   passed
@@ -71,7 +71,7 @@ DEMONSTRATED = ("hazard", "residual", "not-reproduced")
 
 def _manifest_supported() -> bool:
     try:
-        importlib.import_module("loomcheck.reports.manifest")  # written alongside this plugin; optional
+        importlib.import_module("loomcheck.run.manifest")  # written alongside this plugin; optional
     except ImportError:
         return False
     return True
@@ -141,7 +141,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Usage errors in the options stop the session before collection, as pytest's own do.
     impl = config.getoption("loomcheck_impl")
     if impl is not None:
-        from loomcheck.harness.loading import ImplementationSpecError, check_spec
+        from loomcheck.run.loading import ImplementationSpecError, check_spec
 
         try:
             check_spec(impl)
@@ -152,7 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _check_profile(profile, "--loomcheck-profile")
     only = config.getoption("loomcheck_only")
     if only:
-        from loomcheck.harness.runner import select
+        from loomcheck.run.runner import select
         from loomcheck.spec.catalogue import load_catalogue
 
         try:
@@ -211,7 +211,7 @@ class LoomcheckFile(pytest.File):
     """loomcheck.toml: the invariants selected for the implementation it (or the command line) names."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from loomcheck.harness.runner import select
+        from loomcheck.run.runner import select
         from loomcheck.spec.catalogue import load_catalogue
 
         settings = self._settings()
@@ -247,7 +247,7 @@ class LoomcheckFile(pytest.File):
         impl = config.getoption("loomcheck_impl") or (_relative_impl(given.impl, here) if given.impl else None)
         if impl is None:
             return None
-        from loomcheck.harness.loading import ImplementationSpecError, check_spec
+        from loomcheck.run.loading import ImplementationSpecError, check_spec
 
         try:
             check_spec(impl)
@@ -273,7 +273,7 @@ class LoomcheckFile(pytest.File):
         """invariant id -> the xfail reason, for every invariant the manifest expects to fail."""
         if settings.manifest is None:
             return {}
-        from loomcheck.reports.manifest import load_manifest
+        from loomcheck.run.manifest import load_manifest
         from loomcheck.spec.errors import SpecError
 
         try:
@@ -293,7 +293,7 @@ def _relative_impl(spec: str, here: Path) -> str:
 
 
 def _check_profile(profile: str, where: str) -> None:
-    from loomcheck.properties.machine import PROFILES
+    from loomcheck.machine.state_machine import PROFILES
 
     if profile not in PROFILES:
         raise pytest.UsageError(f"{where} {profile!r}: choose one of {', '.join(PROFILES)}")
@@ -413,7 +413,7 @@ def _findings(report: Report) -> str:
 def _run(settings: RunSettings) -> RunOutcome:
     """One run into `settings.report_dir`; a run that cannot be made is an outcome too, so a
     session asks once, not once per item."""
-    from loomcheck.harness.runner import Run
+    from loomcheck.run.runner import Run
     from loomcheck.reports.writers import write_json, write_junit
     from loomcheck.spec.catalogue import load_catalogue
     from loomcheck.spec.errors import SpecError
@@ -422,7 +422,7 @@ def _run(settings: RunSettings) -> RunOutcome:
     try:
         manifest = None
         if settings.manifest is not None:
-            from loomcheck.reports.manifest import load_manifest
+            from loomcheck.run.manifest import load_manifest
 
             manifest = load_manifest(settings.manifest)
         run = Run(settings.impl, load_catalogue(), profile=settings.profile,
@@ -434,7 +434,7 @@ def _run(settings: RunSettings) -> RunOutcome:
     except Exception as exc:  # noqa: BLE001 - a defect of the suite: reported on every item, not retried
         return RunOutcome(problem=f"{type(exc).__name__}: {exc}", report_dir=report_dir)
     if manifest is not None:
-        from loomcheck.reports.manifest import apply_manifest
+        from loomcheck.run.manifest import apply_manifest
 
         apply_manifest(report, manifest)  # after the run, as `loomcheck run --manifest` does
         write_json(report, report_dir / "report.json")
@@ -459,7 +459,7 @@ def conformance(impl: str, *, only: Sequence[str] | None = None, profile: str = 
     Report object is returned); `report_dir` (default: a new temporary folder)
     is where the first call writes report.json and the counterexamples.
     Raises ValueError for a bad implementation spec, profile or selection."""
-    from loomcheck.harness.loading import ImplementationSpecError, check_spec
+    from loomcheck.run.loading import ImplementationSpecError, check_spec
 
     try:
         check_spec(impl)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from loomcheck.fuzz.hostile import ALL as HOSTILE_NAMES, nested
-from loomcheck.harness.driver import Outcome
+from loomcheck.contract.driver import Outcome
 from loomcheck.reference.approvals import sign_resume
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.reference.limits import MAX_BYTES, MAX_DEPTH

@@ -46,13 +46,13 @@ from loomcheck.bench.common import Figure, failed, guarded, per_second, ratio, s
 from loomcheck.protocol.client import StdioDriver
 from loomcheck.explore.alphabet import scenarios
 from loomcheck.explore.explorer import explore
-from loomcheck.harness.coverage import Coverage
-from loomcheck.harness.driver import Driver
-from loomcheck.harness.loading import resolve_factory
-from loomcheck.harness.runner import not_applicable_because
-from loomcheck.harness.session import Session, hello_of
-from loomcheck.properties.machine import PROFILES, run_stateful
-from loomcheck.properties.registry import all_predicates
+from loomcheck.run.coverage import Coverage
+from loomcheck.contract.driver import Driver
+from loomcheck.run.loading import resolve_factory
+from loomcheck.run.runner import not_applicable_because
+from loomcheck.contract.session import Session, hello_of
+from loomcheck.machine.state_machine import PROFILES, run_stateful
+from loomcheck.properties.checks import all_predicates
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.spec.catalogue import load_catalogue
 

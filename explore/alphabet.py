@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from loomcheck.harness.needs import operations_need
-from loomcheck.harness.script import (
+from loomcheck.contract.needs import operations_need
+from loomcheck.contract.script import (
     AdvanceClock,
     Define,
     Operation,
@@ -51,7 +51,7 @@ class Scenario:
 
     @property
     def requires(self) -> frozenset[str]:
-        """Derived from its operations and programs (harness/needs.py): every letter may be applied."""
+        """Derived from its operations and programs (contract/needs.py): every letter may be applied."""
         return frozenset(operations_need(self.setup + self.letters))
 
     def available(self, features: frozenset[str]) -> bool:

@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Literal
 
 from loomcheck.explore.alphabet import Scenario
-from loomcheck.harness.script import Operation
-from loomcheck.harness.session import ImplementationFailed, Session, Step, Trace
-from loomcheck.properties.registry import Violation, check_step
+from loomcheck.contract.script import Operation
+from loomcheck.contract.session import ImplementationFailed, Session, Step, Trace
+from loomcheck.properties.registry import Violation
+from loomcheck.properties.checks import check_step
 
 ExtraCheck = Callable[[Step, Trace], Iterable[Violation]]
 Status = Literal["exhausted", "bounded", "unknown", "failed"]

@@ -1,7 +1,7 @@
 """The fleet corpus format, loomcheck.fleet/1: logs written by a mixed-version
 fleet and the verdict spec/legacy-logs.md (ADR 0104 D2) gives each.
 
-The pydantic models are the single source of truth; spec/schemas.py exports them
+The pydantic models are the single source of truth; reports/schemas.py exports them
 as spec/schemas/fleet-corpus.schema.json so another kernel's test suite can read
 a corpus without loomcheck. Every JSON value is kept exactly as written: a flow
 program is stored as the JSON that was defined (its code version is the hash of

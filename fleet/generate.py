@@ -5,7 +5,7 @@ A generated case is a small linear flow program, a history of 1-8 operations,
 each done by a node of the version a deploy schedule picks (all old, rolling
 old -> new, rolling with old stragglers, all new), then ONE final operation
 judged by the current kernel. Its `expected` block comes from the oracle
-(properties/strays.py) and from `expected_run` below, which plays the program
+(properties/stray_oracle.py) and from `expected_run` below, which plays the program
 by the ADRs' rules; neither runs the reference kernel. Hand-written cases
 (`fixed_cases`) and the downgrade hazard (`downgrade_hazard_cases`) are always
 included.
@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping
 
 from loomcheck.fleet.corpus import Case, Corpus
 from loomcheck.fleet.writers import CURRENT, PRE_0104, PRE_116, Done, Fleet, pre_120_fold
-from loomcheck.properties.strays import TERMINAL, Expected, expected_json, kinds_of, scan_log
+from loomcheck.properties.stray_oracle import TERMINAL, Expected, expected_json, kinds_of, scan_log
 from loomcheck.reference.events import Event
 from loomcheck.reference.fold import State
 from loomcheck.spec.names import (DISCARD_DECISION_PREFIX, HUMAN_GATE, INDOUBT_DECISION_PREFIX, IN_DOUBT_GATE,

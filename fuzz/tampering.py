@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from loomcheck.reference.approvals import sign_resume, signed_discard
+from loomcheck.contract.signing import other_character
 
 __all__ = ["CATEGORIES", "OWN_PROOF_CATEGORIES", "REBINDING_CATEGORIES", "event_type_variants", "other_character",
            "own_proof_mutations", "rebindings", "tamperings"]
@@ -318,17 +319,6 @@ def _at(value: Any, path: tuple[Any, ...]) -> Any:
     for key in path:
         value = value[key]
     return value
-
-
-def other_character(char: str) -> str:
-    """Another character of the same kind and case, so the alteration stays in the proof's
-    alphabet and changes the value it spells (in hex, "a" to "A" would spell the same byte)."""
-    if char.isdigit():
-        return "1" if char == "0" else "0"
-    if char.isascii() and char.isalpha():
-        first = "a" if char.islower() else "A"
-        return chr(ord(first) + (ord(char) - ord(first) + 1) % 26)
-    return "x"
 
 
 def own_proof_mutations(proof: dict) -> Iterator[tuple[str, dict]]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loomcheck.harness.script import Recover, RecoverAbandoned, ResumeAs
-from loomcheck.harness.session import Step, Trace
-from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import (
+from loomcheck.contract.script import Recover, RecoverAbandoned, ResumeAs
+from loomcheck.contract.session import Step, Trace
+from loomcheck.contract.jsonvalues import json_equal, show
+from loomcheck.contract.logview import (
     code_changed,
     answers_gate,
     without_grant,
@@ -24,22 +24,9 @@ from loomcheck.properties.logview import (
 )
 from loomcheck.properties.explain import recording_row, table_row
 from loomcheck.properties.registry import Violation, predicate
+from loomcheck.properties.steps import fresh, logs_touched
 from loomcheck.spec.names import OBSERVED_EVENT
 from loomcheck.spec.vocabulary import kernel_event_types
-
-
-def fresh(step: Step) -> list[dict]:
-    """The events this operation appended."""
-    return step.log_after[len(step.log_before):]
-
-
-def logs_touched(step: Step) -> list[tuple[str, list[dict], list[dict]]]:
-    """(execution, before, after) for every log the operation may have changed."""
-    if step.others is not None:
-        return [(x, before, after) for x, (before, after) in step.others.items()]
-    if step.execution is None:
-        return []
-    return [(step.execution, step.log_before, step.log_after)]
 
 
 def _records_nothing(status: str | None) -> str:

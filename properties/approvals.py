@@ -2,7 +2,7 @@
 park of one execution and to who approved (the signed authenticator); timer
 wakes that carry only their wakeAt; strict mode that needs an authenticator.
 
-The oracle for signatures is properties/signing.py, written from spec/signing.md;
+The oracle for signatures is contract/signing.py, written from spec/signing.md;
 the oracle for digests is spec/canonical.py, with its published vectors."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import re
 
 from typing import Any, Iterator
 
-from loomcheck.harness.proofs import binding_of
-from loomcheck.harness.script import AdvanceClock, Configure, Load, Resume, ResumeAs
-from loomcheck.harness.session import Step, Trace
-from loomcheck.properties.answers import fresh, logs_touched
-from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import (
+from loomcheck.contract.proofs import binding_of
+from loomcheck.contract.script import AdvanceClock, Configure, Load, Resume, ResumeAs
+from loomcheck.contract.session import Step, Trace
+from loomcheck.properties.steps import fresh, logs_touched
+from loomcheck.contract.jsonvalues import json_equal, show
+from loomcheck.contract.logview import (
     Moment,
     answers_gate,
     code_changed,
@@ -28,7 +28,7 @@ from loomcheck.properties.logview import (
 )
 from loomcheck.properties.explain import refusal_argument
 from loomcheck.properties.registry import Violation, predicate
-from loomcheck.properties.signing import covers, rejection, weak
+from loomcheck.contract.signing import covers, rejection, weak
 from loomcheck.spec.canonical import view_digest
 from loomcheck.spec.names import APPROVAL_GRANTED, TIMER_FIRED
 from loomcheck.spec.observables import observed

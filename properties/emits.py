@@ -7,11 +7,11 @@ import math
 import re
 from typing import Any, Callable, Iterator
 
-from loomcheck.harness.script import Resume, ResumeAs
-from loomcheck.harness.session import Step, Trace
-from loomcheck.properties.answers import fresh
-from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import IN_DOUBT, Moment, walk
+from loomcheck.contract.script import Resume, ResumeAs
+from loomcheck.contract.session import Step, Trace
+from loomcheck.properties.steps import fresh
+from loomcheck.contract.jsonvalues import json_equal, show
+from loomcheck.contract.logview import IN_DOUBT, Moment, walk
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.names import DISCARD_DECISION_PREFIX
 from loomcheck.spec.programs import DecideOp, EmitOp, StepOp
@@ -111,7 +111,7 @@ def audit_records_are_objects(step: Step, trace: Trace) -> Iterator[Violation]:
 def _audit_refused(step: Step, trace: Trace, audit: set[str]) -> Iterator[Violation]:
     """A run the guard failed whose failing scope emits only application events and audit
     records: an allow-listed fact was refused (ADR 0104 D1)."""
-    from loomcheck.harness.coverage import _scope, emit_failures
+    from loomcheck.properties.emitted import emit_failures, scope_emits
 
     program = trace.flow_of(step.log_after, step.execution)
     if program is None:
@@ -128,7 +128,7 @@ def _audit_refused(step: Step, trace: Trace, audit: set[str]) -> Iterator[Violat
     for failure in emit_failures(fresh(step)):
         if failure.reason not in ("kernel-type", "invalid-emit"):  # a meter's or quota's refusal is theirs
             continue
-        emits = _scope(program, failure.step_id)
+        emits = scope_emits(program, failure.step_id)
         if all(admitted(*emit) for emit in emits) and any(kind in audit for kind, _, _ in emits):
             failed = next(e for e in fresh(step) if e.get("type") in ("STEP_FAILED", "EXECUTION_FAILED"))
             where = f"the effect of step {failure.step_id!r}" if failure.step_id else "flow code"

@@ -10,7 +10,7 @@ report.json, summary.md, report.html and `loomcheck replay`:
 - the invariant, its ADR and decision by id, the decision's own words, and the
   catalogue entry (docs/invariants.md#<id>);
 - each cited event as `#seq TYPE payload`, with its role and the state the
-  execution was in just before it, walked from the log (properties/logview.py),
+  execution was in just before it, walked from the log (contract/logview.py),
   not taken from the kernel under test.
 """
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from loomcheck.properties.jsonvalues import show
-from loomcheck.properties.logview import IN_DOUBT, Moment, walk
+from loomcheck.contract.jsonvalues import show
+from loomcheck.contract.logview import IN_DOUBT, Moment, walk
 from loomcheck.properties.registry import Violation
 
 JSON = Any

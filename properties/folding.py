@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from loomcheck.harness.session import Step, Trace
-from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import entries_of
+from loomcheck.contract.session import Step, Trace
+from loomcheck.contract.jsonvalues import json_equal, show
+from loomcheck.contract.logview import entries_of
 from loomcheck.properties.registry import Violation, predicate
 
 OBSERVABLE_VARIABLES = ("_input", "_resumePayloads", "_resumePayload")

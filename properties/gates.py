@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from loomcheck.harness.script import Load, Recover, Resume, ResumeAs, Start
-from loomcheck.harness.session import Step, Trace
-from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import IN_DOUBT, condition_of, final_moment, migrated, observations, served_answers, walk
+from loomcheck.contract.script import Load, Recover, Resume, ResumeAs, Start
+from loomcheck.contract.session import Step, Trace
+from loomcheck.contract.jsonvalues import json_equal, show
+from loomcheck.contract.logview import IN_DOUBT, condition_of, final_moment, migrated, observations, served_answers, walk
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.programs import FlowProgram, StepOp
 

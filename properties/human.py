@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loomcheck.harness.script import Resume
-from loomcheck.harness.session import Step, Trace
-from loomcheck.properties.answers import fresh
+from loomcheck.contract.script import Resume
+from loomcheck.contract.session import Step, Trace
+from loomcheck.properties.steps import fresh
 from loomcheck.properties.gates import misplaced_parks
-from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import IN_DOUBT, condition_of, entries_of, migrated, observations, served_answers
+from loomcheck.contract.jsonvalues import json_equal, show
+from loomcheck.contract.logview import IN_DOUBT, condition_of, entries_of, migrated, observations, served_answers
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.programs import ParallelOp, StepOp, SuspendOp
 

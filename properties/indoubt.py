@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from loomcheck.harness.script import Recover, RecoverAbandoned, Resume, ResumeAs, Start
-from loomcheck.harness.session import Step, Trace
-from loomcheck.properties.answers import fresh, logs_touched
-from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import IN_DOUBT, code_changed, entries_of, final_moment, flow_id_of
+from loomcheck.contract.script import Recover, RecoverAbandoned, Resume, ResumeAs, Start
+from loomcheck.contract.session import Step, Trace
+from loomcheck.properties.steps import fresh, logs_touched
+from loomcheck.contract.jsonvalues import json_equal, show
+from loomcheck.contract.logview import IN_DOUBT, code_changed, entries_of, final_moment, flow_id_of
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.names import INDOUBT_DECISION_PREFIX
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loomcheck.harness.script import Start
-from loomcheck.harness.session import Step, Trace
-from loomcheck.properties.jsonvalues import json_equal, show
+from loomcheck.contract.script import Start
+from loomcheck.contract.session import Step, Trace
+from loomcheck.contract.jsonvalues import json_equal, show
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.parsing import Invalid, Parsed, parse
 

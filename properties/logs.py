@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loomcheck.harness.session import Step, Trace
+from loomcheck.contract.session import Step, Trace
 from loomcheck.properties.registry import Violation, predicate
 
 

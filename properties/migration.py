@@ -12,11 +12,11 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from loomcheck.harness.script import AdvanceClock, Load, Recover, RecoverAbandoned, Resume, ResumeAs, Start
-from loomcheck.harness.session import Step, Trace
-from loomcheck.properties.answers import fresh, logs_touched
-from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import BINDING_REFUSALS, code_changed, flow_id_of
+from loomcheck.contract.script import AdvanceClock, Load, Recover, RecoverAbandoned, Resume, ResumeAs, Start
+from loomcheck.contract.session import Step, Trace
+from loomcheck.properties.steps import fresh, logs_touched
+from loomcheck.contract.jsonvalues import json_equal, show
+from loomcheck.contract.logview import BINDING_REFUSALS, code_changed, flow_id_of
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.names import INPUT_EVENT
 from loomcheck.spec.parsing import Invalid, parse

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loomcheck.harness.script import Define, Resume
-from loomcheck.harness.session import Step, Trace
-from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import (BINDING_REFUSALS, IN_DOUBT, TERMINAL, answers_gate, code_changed, final_moment,
+from loomcheck.contract.script import Define, Resume
+from loomcheck.contract.session import Step, Trace
+from loomcheck.contract.jsonvalues import json_equal, show
+from loomcheck.contract.logview import (BINDING_REFUSALS, IN_DOUBT, TERMINAL, answers_gate, code_changed, final_moment,
                                          without_grant)
 from loomcheck.properties.explain import describe, refusal_argument
 from loomcheck.properties.registry import Violation, predicate

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from loomcheck.harness.script import Resume, ResumeAs
-from loomcheck.harness.session import Step, Trace
-from loomcheck.properties.answers import fresh
-from loomcheck.properties.jsonvalues import json_equal, show
-from loomcheck.properties.logview import (BINDING_REFUSALS, IN_DOUBT, answers_gate, code_changed, final_moment, flow_id_of,
+from loomcheck.contract.script import Resume, ResumeAs
+from loomcheck.contract.session import Step, Trace
+from loomcheck.properties.steps import fresh
+from loomcheck.contract.jsonvalues import json_equal, show
+from loomcheck.contract.logview import (BINDING_REFUSALS, IN_DOUBT, answers_gate, code_changed, final_moment, flow_id_of,
                                           timer_wake, without_grant)
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.names import STATE_MIGRATION_ERROR

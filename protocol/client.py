@@ -1,4 +1,4 @@
-"""The stdio transport: a driver (harness/driver.py) that runs an implementation
+"""The stdio transport: a driver (contract/driver.py) that runs an implementation
 as a child process and speaks the driver protocol to it (docs/protocol.md).
 
 The child is untrusted. Whatever it does (hang, die, exit leaving a process it
@@ -28,9 +28,9 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from loomcheck.harness.driver import JSON, Outcome
-from loomcheck.harness.jsondata import ENVELOPE
-from loomcheck.harness.session import ImplementationFailed, RunAborted
+from loomcheck.contract.driver import JSON, Outcome
+from loomcheck.contract.jsondata import ENVELOPE
+from loomcheck.contract.session import ImplementationFailed, RunAborted
 from loomcheck.protocol import wire
 from loomcheck.protocol.messages import OUTCOMES, PROTOCOL
 
@@ -619,7 +619,7 @@ def _what(item: bytes | Fault | None) -> str:
 
 
 def _short(value: Any) -> str:
-    from loomcheck.properties.jsonvalues import show
+    from loomcheck.contract.jsonvalues import show
 
     return show(value, 120)
 

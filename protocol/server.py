@@ -11,7 +11,7 @@ import json
 import sys
 from typing import IO, Any, Callable, TextIO
 
-from loomcheck.harness.driver import JSON, Hello, Outcome
+from loomcheck.contract.driver import JSON, Hello, Outcome
 from loomcheck.protocol.messages import FEATURE_OF, FIELDS, OUTCOMES, PROTOCOL
 from loomcheck.protocol import wire
 

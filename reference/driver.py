@@ -1,4 +1,4 @@
-"""The reference kernel behind the driver interface (harness/driver.py).
+"""The reference kernel behind the driver interface (contract/driver.py).
 
 `ReferenceDriver()` uses the embedded default store, SQLite, in a private
 temporary file; `ReferenceDriver(store="memory")` is the fast in-memory one.
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from pydantic import ValidationError
 
 from loomcheck import __version__
-from loomcheck.harness.driver import JSON, Hello, Outcome
+from loomcheck.contract.driver import JSON, Hello, Outcome
 from loomcheck.reference.clock import Clock
 from loomcheck.reference.context import FlowContext, World
 from loomcheck.reference.errors import KernelRefusal, ResumePayloadValidationError

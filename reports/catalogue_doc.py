@@ -15,8 +15,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from loomcheck.harness.script import describe, from_model
-from loomcheck.properties.jsonvalues import show
+from loomcheck.contract.script import describe, from_model
+from loomcheck.contract.jsonvalues import show
 from loomcheck.reports.model import InvariantRecord, Report
 from loomcheck.spec.catalogue import ADRS, Catalogue, Invariant
 from loomcheck.spec.regressions import LoadModel, RegressionLog

@@ -155,7 +155,7 @@ class Finding(_Model):
 
 
 class CoverageRow(_Model):
-    """One coverage item of the run (issue 9; harness/coverage.py): a refusal reason, a
+    """One coverage item of the run (issue 9; run/coverage.py): a refusal reason, a
     scanner verdict, a row of ADR 0104's recording table or an emit-guard rule, and the
     layers that reached it. An applicable row no layer reached is also a suite-error Finding."""
 
@@ -170,7 +170,7 @@ class CoverageRow(_Model):
 
 class RootCause(_Model):
     """One counterexample (or regression-log difference), reported once: headed by the invariant whose
-    decision it most directly breaks, with the other failing invariants it violates (harness/rootcauses.py)."""
+    decision it most directly breaks, with the other failing invariants it violates (run/rootcauses.py)."""
 
     head: str
     adr: str

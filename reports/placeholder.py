@@ -1,7 +1,7 @@
 """The report a run writes before anything slow (the imports, the catalogue, the
 implementation's module and factory), so that a run stopped in its first second
 still leaves a valid one: complete false, and why it stopped. The run's own report
-replaces it as soon as the implementation has said hello (harness/runner.py).
+replaces it as soon as the implementation has said hello (run/runner.py).
 
 Standard library only: `python -m loomcheck run` writes it before it imports the
 rest of loomcheck (loomcheck/__main__.py). A run refused before it starts (a bad

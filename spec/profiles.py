@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from loomcheck.spec.errors import describe_validation_error
 from loomcheck.spec.files import SPEC_ROOT, read_toml, spec_label
 
-# Driver operations whose refusal reason a choice may concern (harness/script.py's names).
+# Driver operations whose refusal reason a choice may concern (contract/script.py's names).
 Operation = Literal["resume", "resume-as", "recover", "start", "define", "configure"]
 
 

@@ -186,7 +186,7 @@ OperationModel = Annotated[Union[DefineModel, StartModel, ResumeModel, ResumeAsM
 
 
 class Expectation(_Model):
-    """What a conforming kernel produces, as observables (harness/replay.py compares them):
+    """What a conforming kernel produces, as observables (run/replay.py compares them):
     outcomes by reason (and error type), logs by event type and the payload fields a decision
     defines (spec/observables.toml). Where the ADRs admit several, the expectation lists them."""
 

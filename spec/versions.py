@@ -18,7 +18,7 @@ from loomcheck.spec.canonical import MAX_DEPTH, canonical_json
 VERSION_PREFIX = "c1:"
 PROGRAM_MAX_DEPTH = MAX_DEPTH + 64
 # Fields that carry code versions; a kernel that does not declare the "code-versions"
-# feature is compared without them (harness/replay.py).
+# feature is compared without them (run/replay.py).
 VERSION_FIELDS = {"EXECUTION_STARTED": ("version",), "EXECUTION_MIGRATED": ("fromVersion", "toVersion")}
 
 

@@ -16,7 +16,7 @@ the same pair by hand.
 - scanner-cut (scan.incremental-equals-full, ADR 0104 R1a): the stray scanner fed
   the log in two pieces, at every cut, vs one feed of the whole log;
 - oracle: the reference scanner's verdict and the fold's answer list, latest
-  answer and status vs properties/strays.py, the suite's independent reading of
+  answer and status vs properties/stray_oracle.py, the suite's independent reading of
   spec/legacy-logs.md (ADR 0104 D2/D3, ADR 0057);
 - fold-snapshot (fold.state-is-fold-of-log): the fold of the whole log vs the
   fold of the rest from the JSON snapshot of the prefix;
@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Union
 
-from loomcheck.properties.strays import scan_log
+from loomcheck.properties.stray_oracle import scan_log
 from loomcheck.reference.events import Event
 from loomcheck.reference.fold import State, fold
 from loomcheck.reference.scanner import StrayScanner, Verdict, scan
@@ -172,7 +172,7 @@ def reference_reading(log: LogCode) -> tuple[object, ...]:
 
 
 def oracle_reading(log: LogCode) -> tuple[object, ...]:
-    """The oracle's reading of the same log (properties/strays.py, written independently)."""
+    """The oracle's reading of the same log (properties/stray_oracle.py, written independently)."""
     expected = scan_log([event.to_json() for event in decode_log(log)], None, kinds)
     return (tuple((c.index, c.seq, c.why, c.verdict) for c in expected.classified),
             tuple((a.step_id, a.shape, a.seq) for a in expected.ambiguities),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loomcheck.harness.driver import Hello
+from loomcheck.contract.driver import Hello
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.reference.runtime import Runtime
 

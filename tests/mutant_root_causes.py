@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from loomcheck.harness.rootcauses import GENERIC  # noqa: E402
+from loomcheck.run.rootcauses import GENERIC  # noqa: E402
 from loomcheck.reports.model import Report  # noqa: E402
 from loomcheck.spec.catalogue import load_catalogue  # noqa: E402
 from mutants import CATCHES  # noqa: E402

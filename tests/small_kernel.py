@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from jsonschema import Draft202012Validator
 
-from loomcheck.harness.driver import Hello, Outcome
+from loomcheck.contract.driver import Hello, Outcome
 from loomcheck.spec import parsing
 
 JSON = Any

@@ -17,7 +17,7 @@ import copy
 import types
 from typing import Any, Callable
 
-from loomcheck.properties.strays import JSON
+from loomcheck.properties.stray_oracle import JSON
 from loomcheck.reference.fold import HANDLERS, State, answers_no_suspend_point, fold
 from loomcheck.reference.scanner import StrayScanner, scan
 from loomcheck.spec import canonical

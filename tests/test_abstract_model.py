@@ -1,6 +1,6 @@
-"""The abstract model of the gate-answer discipline (explore/abstract.py): its
+"""The abstract model of the gate-answer discipline (properties/abstract.py): its
 exhaustive exploration, seeded broken models it must catch, and the reference's
-refinement of it (explore/refinement.py), with seeded mutant kernels it must catch."""
+refinement of it (properties/refinement.py), with seeded mutant kernels it must catch."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Callable
 
 import pytest
 
-from loomcheck.explore import abstract
-from loomcheck.explore.abstract import (
+from loomcheck.properties import abstract
+from loomcheck.properties.abstract import (
     CRASHED,
     PARKED,
     Entry,
@@ -22,10 +22,10 @@ from loomcheck.explore.abstract import (
     State,
     explore_abstract,
 )
-from loomcheck.explore.refinement import REFINES, covered, refines
-from loomcheck.harness.driver import Driver
-from loomcheck.harness.script import Define, Operation, Recover as RecoverOp, Resume as ResumeOp, Start as StartOp
-from loomcheck.harness.session import Session, hello_of
+from loomcheck.properties.refinement import REFINES, covered, refines
+from loomcheck.contract.driver import Driver
+from loomcheck.contract.script import Define, Operation, Recover as RecoverOp, Resume as ResumeOp, Start as StartOp
+from loomcheck.contract.session import Session, hello_of
 from loomcheck.reference.driver import ReferenceDriver
 
 # -- the model explored -------------------------------------------------------------------

@@ -19,10 +19,10 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from loomcheck.cli import main
 from loomcheck.fuzz import campaign
 from loomcheck.fuzz.campaign import CampaignOptionError, DatabaseChoice, open_database, parse_database
-from loomcheck.fuzz.promotion import committed_folder, promote
-from loomcheck.harness.runner import Run
-from loomcheck.harness.session import Session, hello_of
-from loomcheck.properties.machine import PROFILES, Budget, StatefulResult, run_stateful
+from loomcheck.run.promotion import committed_folder, promote
+from loomcheck.run.runner import Run
+from loomcheck.contract.session import Session, hello_of
+from loomcheck.machine.state_machine import PROFILES, Budget, StatefulResult, run_stateful
 from loomcheck.spec.catalogue import load_catalogue
 from loomcheck.spec.files import SPEC_ROOT
 from loomcheck.spec.regressions import load_regression
@@ -86,7 +86,7 @@ def test_a_later_run_replays_the_failure_from_a_directory_database(tmp_path: Pat
 SCOPES = """
 import json, sys
 from hypothesis.database import InMemoryExampleDatabase
-from loomcheck.properties import machine
+from loomcheck.machine import state_machine as machine
 import test_campaign as t
 if sys.argv[1] != "per round":
     machine.scoped = lambda database, *parts: database

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from loomcheck.spec.canonical import (MAX_DEPTH, MAX_SAFE_INTEGER, REASONS, CanonicalError, canonical_json, depth,
                                       view_digest)
-from loomcheck.properties.bound import nest  # the value a vector's `nest` generator describes
+from loomcheck.corpora.view_digests import nest  # the value a vector's `nest` generator describes
 from loomcheck.spec.files import SPEC_ROOT, read_json
 
 VECTORS_FILE = SPEC_ROOT / "vectors" / "view-digest.json"

@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from loomcheck.properties.registry import all_predicates
+from loomcheck.properties.checks import all_predicates
 from loomcheck.reference import errors as reference_errors
 from loomcheck.spec.catalogue import ADRS, Catalogue, load_catalogue, load_catalogue_from
 from loomcheck.spec.errors import SpecError
 from loomcheck.spec.files import SPEC_ROOT
 from loomcheck.spec.regressions import committed_regressions, load_regression
-from loomcheck.spec.schemas import generated
+from loomcheck.reports.schemas import generated
 from loomcheck.spec.vocabulary import refusals, version_key, vocabulary
 
-REGENERATE = "run `python -m loomcheck.spec.schemas` and commit the result"
+REGENERATE = "run `python -m loomcheck.reports.schemas` and commit the result"
 EXECUTED_CHECKS = {"stateful", "regressions"}
 
 
@@ -134,7 +134,7 @@ TITLES = {
 
 
 def test_published_schemas_carry_their_titles() -> None:
-    """spec/schemas.py passes each schema a human title; the published files must carry it."""
+    """reports/schemas.py passes each schema a human title; the published files must carry it."""
     files = generated()
     titles = {name: json.loads(files[name])["title"] for name in TITLES}
     assert titles == TITLES
@@ -402,7 +402,7 @@ OFFLINE_CHECKS = {
 
 
 def test_every_check_an_invariant_names_is_run_somewhere() -> None:
-    from loomcheck.harness.runner import CORPORA
+    from loomcheck.run.runner import CORPORA
 
     run_by_the_runner = {"stateful", "explorer", "regressions", "corpus:sigkill"} | {kind for kind, _, _ in CORPORA}
     tests = Path(__file__).parent

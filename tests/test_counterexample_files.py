@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loomcheck.harness.runner import Run
-from loomcheck.harness.script import Define, Resume, Start
+from loomcheck.run.runner import Run
+from loomcheck.contract.script import Define, Resume, Start
 from loomcheck.spec.catalogue import load_catalogue
 from loomcheck.spec.regressions import load_regression
 

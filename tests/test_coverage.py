@@ -1,4 +1,4 @@
-"""Coverage (issue 9, harness/coverage.py): the classifier reaches what the kernel DID.
+"""Coverage (issue 9, run/coverage.py): the classifier reaches what the kernel DID.
 
 Each scenario drives the reference kernel through a hand-written script and checks the
 items reached; the same script against a seeded mutant (tests/mutants/) that behaves
@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import pytest
 
-from loomcheck.harness.coverage import (
+from loomcheck.run.coverage import (
     GAP_REASON,
     LAYERS,
     REFUSAL_OPTIONAL,
@@ -24,10 +24,10 @@ from loomcheck.harness.coverage import (
     universe,
     warned_keys,
 )
-from loomcheck.harness.driver import Driver
-from loomcheck.harness.script import Define, Load, Operation, Recover, RecoverAbandoned, Resume, ResumeAs, Start
-from loomcheck.harness.session import Session, hello_of
-from loomcheck.properties.legacy import HUMAN, NEW_PARK, PAIR, REPARKED, START, events
+from loomcheck.contract.driver import Driver
+from loomcheck.contract.script import Define, Load, Operation, Recover, RecoverAbandoned, Resume, ResumeAs, Start
+from loomcheck.contract.session import Session, hello_of
+from loomcheck.corpora.legacy_scenarios import HUMAN, NEW_PARK, PAIR, REPARKED, START, events
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.reports.markdown import render_markdown
 from loomcheck.reports.model import CoverageRow, Implementation, Report
@@ -80,7 +80,7 @@ class YesMan(ReferenceDriver):
     """Accepts every resume and recovery and does nothing: no refusal, no append."""
 
     def resume(self, *args: Any, **kwargs: Any) -> Any:
-        from loomcheck.harness.driver import Outcome
+        from loomcheck.contract.driver import Outcome
         return Outcome.accepted()
 
     recover = resume
@@ -108,8 +108,7 @@ def test_every_refusal_reason_is_an_item_and_the_tables_name_real_features() -> 
 def test_a_new_reason_in_refusals_toml_is_a_gap_until_reached(monkeypatch: pytest.MonkeyPatch) -> None:
     """A reason absent from REFUSAL_REQUIRES needs nothing: applicable everywhere, unreached."""
     monkeypatch.delitem(REFUSAL_REQUIRES, "gate-mismatch")
-    from loomcheck.harness import coverage as module
-
+    from loomcheck.run import coverage as module
     module._spec.cache_clear()
     module._keys.cache_clear()
     try:
@@ -153,7 +152,7 @@ def test_the_kernel_namespace_refusal_is_reached_only_when_the_kernel_refuses_it
 def test_an_unknown_reason_from_a_kernel_reaches_nothing() -> None:
     class Inventive(ReferenceDriver):
         def resume(self, *args: Any, **kwargs: Any) -> Any:
-            from loomcheck.harness.driver import Outcome
+            from loomcheck.contract.driver import Outcome
             return Outcome.refused("ResumeRefusedError", "made-up-reason")
 
     coverage = run(lambda: Inventive(store="memory"), [Define("f", GATE), Start("x", "f"), Resume("x", "go1", 1)])
@@ -308,8 +307,7 @@ def test_a_loaded_log_is_not_a_run_of_this_kernel() -> None:
 
 
 def test_a_classifier_failure_is_kept_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    from loomcheck.harness import coverage as module
-
+    from loomcheck.run import coverage as module
     def broken(step: Any, trace: Any) -> set[str]:
         raise RuntimeError("boom")
 
@@ -446,7 +444,7 @@ def test_an_item_the_suite_asked_for_and_the_kernel_never_produced_is_the_kernel
     import sys
     from pathlib import Path
 
-    from loomcheck.harness.runner import Run
+    from loomcheck.run.runner import Run
     from loomcheck.spec.catalogue import load_catalogue
 
     sys.path.insert(0, str(Path(__file__).parent))

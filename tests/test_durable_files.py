@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from loomcheck.harness.loading import resolve_factory
+from loomcheck.run.loading import resolve_factory
 from loomcheck.reference.driver import ReferenceDriver
 
 FLOW = {"language": "loomcheck-flow/1", "body": [{"op": "step", "id": "a", "output": 1}, {"op": "complete"}]}

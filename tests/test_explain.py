@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from loomcheck.properties.explain import LAST, explain, recording_row
-from loomcheck.properties.logview import Moment
+from loomcheck.contract.logview import Moment
 from loomcheck.properties.registry import Violation
 from loomcheck.reports.markdown import render_markdown
 from loomcheck.reports.html import render_matrix
@@ -83,8 +83,8 @@ def test_markdown_and_html_show_the_explanation(tmp_path: Path) -> None:
 
 def test_a_difference_from_a_regression_log_is_explained_by_what_the_operation_appended() -> None:
     """A committed regression log that fails on its outcomes, not on a check, still cites its events."""
-    from loomcheck.harness.replay import difference_violation, run_on_reference
-    from loomcheck.harness.script import Define, Resume, Start
+    from loomcheck.run.replay import difference_violation, run_on_reference
+    from loomcheck.contract.script import Define, Resume, Start
 
     result = run_on_reference([Define("f", {"body": [{"op": "suspend", "on": "go1"}, {"op": "complete"}]}),
                                Start("x", "f", None), Resume("x", "go1", "yes")])

@@ -12,11 +12,11 @@ import pytest
 
 from loomcheck.explore.alphabet import scenarios
 from loomcheck.explore.explorer import explore
-from loomcheck.harness.replay import run_operations
-from loomcheck.harness.runner import Run
-from loomcheck.harness.session import Session, hello_of
-from loomcheck.properties.machine import Budget
-from loomcheck.properties.registry import all_predicates
+from loomcheck.run.replay import run_operations
+from loomcheck.run.runner import Run
+from loomcheck.contract.session import Session, hello_of
+from loomcheck.machine.state_machine import Budget
+from loomcheck.properties.checks import all_predicates
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.spec.catalogue import load_catalogue
 

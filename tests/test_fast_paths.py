@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loomcheck.properties.strategies import programs
+from loomcheck.machine.strategies import programs
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.reference.events import copy_json, dumps, loads
 from loomcheck.reference.runtime import Driven, Runtime

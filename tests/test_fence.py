@@ -1,4 +1,4 @@
-"""Feature gating is mechanical (harness/needs.py): every regression log, corpus case,
+"""Feature gating is mechanical (contract/needs.py): every regression log, corpus case,
 explorer scenario and state-machine rule runs only on a kernel that declares every
 feature it reaches. Proved with the feature fence (tests/fakes/fence.py): the
 reference declaring a subset, which records a breach whenever the harness calls a
@@ -14,13 +14,13 @@ import pytest
 
 from fakes.fence import ALL, NODE, FenceBreach, FencedKernel
 from loomcheck.explore.alphabet import scenarios
-from loomcheck.fleet.replay import replay_case
-from loomcheck.harness.needs import Undeclared, operations_need
-from loomcheck.harness.runner import Run, not_applicable_because
-from loomcheck.harness.script import Recover, from_model
-from loomcheck.harness.session import ImplementationFailed, Session, hello_of
-from loomcheck.properties.keysafety import CorpusResult
-from loomcheck.properties.legacylogs import CASES, _judge, case_needs, fleet_cases, fleet_needs
+from loomcheck.fleet.case_replay import replay_case
+from loomcheck.contract.needs import Undeclared, operations_need
+from loomcheck.run.runner import Run, not_applicable_because
+from loomcheck.contract.script import Recover, from_model
+from loomcheck.contract.session import ImplementationFailed, Session, hello_of
+from loomcheck.corpora.result import CorpusResult
+from loomcheck.corpora.legacy_logs import CASES, _judge, case_needs, fleet_cases, fleet_needs
 from loomcheck.spec.catalogue import load_catalogue
 from loomcheck.spec.regressions import committed_regressions
 

@@ -1,5 +1,5 @@
 """The fleet corpus (loomcheck.fleet) and the stray oracle it is judged by
-(properties/strays.py): spec/legacy-logs.md sections 2-3, row by row, on small
+(properties/stray_oracle.py): spec/legacy-logs.md sections 2-3, row by row, on small
 hand-made logs; the old writers recording the old shapes; the downgrade hazard
 (ADR 0104 D2); a reproducible corpus that validates against its published
 schema; and every case replaying clean on the reference kernel."""
@@ -17,9 +17,9 @@ from loomcheck.cli import main
 from loomcheck.fleet.corpus import dump, load
 from loomcheck.fleet.generate import (downgrade_hazard_cases, fixed_cases, generate, generated_case, random_program,
                                       schedule_writers)
-from loomcheck.fleet.replay import replay_case
+from loomcheck.fleet.case_replay import replay_case
 from loomcheck.fleet.writers import CURRENT, PRE_0104, PRE_116, PRE_120_HANDLERS, Fleet
-from loomcheck.properties.strays import Ambiguity, Classified, kinds_of, scan_log
+from loomcheck.properties.stray_oracle import Ambiguity, Classified, kinds_of, scan_log
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.spec.names import IN_DOUBT_GATE
 from loomcheck.spec.programs import FlowProgram
@@ -389,7 +389,7 @@ def test_a_thousand_log_corpus_replays_on_the_reference_with_every_verdict_as_re
     with its default SQLite store reaching every recorded verdict."""
     from loomcheck.fleet.corpus import dump, load
     from loomcheck.fleet.generate import generate
-    from loomcheck.fleet.replay import replay_case
+    from loomcheck.fleet.case_replay import replay_case
     from loomcheck.reference.driver import ReferenceDriver
 
     corpus = load(dump(generate(1000, 1)))

@@ -1,4 +1,4 @@
-"""No code injection through the source `loomcheck repro` writes (harness/repro.py and every
+"""No code injection through the source `loomcheck repro` writes (run/repro.py and every
 peer translation in adapters/scripts/). An execution id, a flow, step or gate name, an
 invariant or an explanation is the counterexample's data: in a comment, a docstring or a
 string it must stay data. For each hostile value the script must compile, be valid UTF-8,
@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from loomcheck.adapters.scripts.dbos import DbosScript
-from loomcheck.adapters.scripts.langgraph import LangGraphScript
-from loomcheck.adapters.scripts.llamaindex import LlamaIndexScript
-from loomcheck.adapters.scripts.prefect import PrefectScript
-from loomcheck.harness.repro import Finding, peer_script, python_script, shell_script
-from loomcheck.harness.script import Define, Operation, Resume, Start
+from loomcheck.peers.scripts.dbos import DbosScript
+from loomcheck.peers.scripts.langgraph import LangGraphScript
+from loomcheck.peers.scripts.llamaindex import LlamaIndexScript
+from loomcheck.peers.scripts.prefect import PrefectScript
+from loomcheck.run.repro import Finding, peer_script, python_script, shell_script
+from loomcheck.contract.script import Define, Operation, Resume, Start
 from loomcheck.properties.explain import Evidence, Explanation
 from loomcheck.spec.regressions import RegressionLog
 

@@ -21,11 +21,11 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from loomcheck.cli import main
-from loomcheck.harness import runner
-from loomcheck.harness.needs import operations_need
-from loomcheck.harness.script import from_model
-from loomcheck.harness.jsondata import BOUNDS, ENVELOPE, MAX_DEPTH, Bounds, NotJsonData, handed, plain
-from loomcheck.harness.shown import brief, shown_exception
+from loomcheck.run import runner
+from loomcheck.contract.needs import operations_need
+from loomcheck.contract.script import from_model
+from loomcheck.contract.jsondata import BOUNDS, ENVELOPE, MAX_DEPTH, Bounds, NotJsonData, handed, plain
+from loomcheck.contract.shown import brief, shown_exception
 from loomcheck.bench import signals
 from loomcheck.reports.model import Report
 from loomcheck.reports.placeholder import from_argv, minimal_report

@@ -10,8 +10,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from loomcheck.harness.driver import Outcome
-from loomcheck.properties.bound import nest
+from loomcheck.contract.driver import Outcome
+from loomcheck.corpora.view_digests import nest
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.reference.events import Event, copy_json
 from loomcheck.reference.fold import fold
@@ -179,8 +179,8 @@ def test_a_malformed_configure_is_refused_and_changes_nothing(driver: ReferenceD
 @pytest.mark.parametrize("store", STORES)
 def test_the_hostile_payloads_corpus_passes_on_the_reference(store: str) -> None:
     from loomcheck.fuzz.hostile import payloads
-    from loomcheck.harness.session import Session, hello_of
-    from loomcheck.properties.hostilepayloads import run_hostile_payloads
+    from loomcheck.contract.session import Session, hello_of
+    from loomcheck.corpora.hostile_payloads import run_hostile_payloads
 
     kernel = ReferenceDriver(store=store)
     try:

@@ -324,10 +324,10 @@ def test_the_warm_runtime_sees_strays_written_after_a_clean_scan() -> None:
 @given(log=logs, live=st.booleans(), held=st.lists(st.sampled_from([{}, {"ok": 1}, None]), max_size=3),
        status=st.sampled_from(["running", "suspended", "completed"]))
 def test_the_scanner_agrees_with_the_oracle(log: list[Event], live: bool, held: list[Any], status: str) -> None:
-    """The reference scanner (one pass, incremental) and properties/strays.py (whole log,
+    """The reference scanner (one pass, incremental) and properties/stray_oracle.py (whole log,
     written separately from spec/legacy-logs.md) reach the same verdict on any log, with
     and without a snapshot whose prefix was retained away."""
-    from loomcheck.properties.strays import scan_log
+    from loomcheck.properties.stray_oracle import scan_log
 
     as_json = [{"seq": e.seq, "type": e.type, "payload": e.payload} for e in log]
     mine = scan(log, None, KINDS, live)
@@ -456,8 +456,8 @@ def _legacy_corpus(mutant: str, features: frozenset[str], with_new_shape: bool) 
     the hand-written case of a stray after the human step's first start."""
     import importlib
 
-    import loomcheck.properties.legacylogs as corpus
-    from loomcheck.harness.session import Session
+    import loomcheck.corpora.legacy_logs as corpus
+    from loomcheck.contract.session import Session
 
     cases = corpus.CASES
     if not with_new_shape:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from loomcheck.harness.script import describe
-from loomcheck.harness.session import Session, hello_of
-from loomcheck.properties.machine import PROFILES, run_stateful
-from loomcheck.properties.registry import all_predicates
+from loomcheck.contract.script import describe
+from loomcheck.contract.session import Session, hello_of
+from loomcheck.machine.state_machine import PROFILES, run_stateful
+from loomcheck.properties.checks import all_predicates
 from loomcheck.reference.driver import ReferenceDriver
 
 
@@ -90,7 +90,7 @@ def test_every_failing_invariant_is_found_however_many_fail(monkeypatch: pytest.
     """A peer may fail sixteen invariants. Each round of the machine stops at its first failure,
     so the rounds go on until a round finds none: an invariant left over is never reported as a
     pass after a truncated exploration (the loop once stopped after four rounds)."""
-    from loomcheck.properties import machine
+    from loomcheck.machine import state_machine as machine
     from loomcheck.properties.registry import Violation
     from loomcheck.reference.driver import ReferenceDriver
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from loomcheck.harness.replay import run_operations
-from loomcheck.harness.script import from_model
-from loomcheck.harness.session import Session, hello_of
+from loomcheck.run.replay import run_operations
+from loomcheck.contract.script import from_model
+from loomcheck.contract.session import Session, hello_of
 from loomcheck.reference.context import FlowContext
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.spec.files import SPEC_ROOT
@@ -63,7 +63,7 @@ def test_a_fresh_attempt_after_a_failed_one_needs_no_verdict() -> None:
 
 def test_an_unfinished_attempt_retried_without_a_verdict_is_still_caught() -> None:
     """The same rule where it applies: attempt 1 crashed, so attempt 2 needs a retry-fresh verdict."""
-    from loomcheck.harness.script import Define, Recover, Start
+    from loomcheck.contract.script import Define, Recover, Start
 
     program = {"body": [{"op": "step", "id": "pay", "kind": "non-idempotent", "output": "receipt",
                          "crash": {"at": "after-effect", "attempts": [1]}}, {"op": "complete"}]}

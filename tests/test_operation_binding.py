@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from loomcheck.harness.script import Configure, Define, ResumeAs, Start
+from loomcheck.contract.script import Configure, Define, ResumeAs, Start
 from loomcheck.reference.approvals import sign_resume
 from loomcheck.reference.driver import ReferenceDriver
 
@@ -113,7 +113,7 @@ def _context(vector: dict[str, Any], **changes: Any) -> dict[str, Any]:
 def test_bound_vector(vector: dict[str, Any]) -> None:
     """Both readings of spec/signing.md section 10 reproduce the text and the signature (checked with
     Node.js when written), and the verifier grants the event only for that operation and incarnation."""
-    from loomcheck.properties import signing as spec
+    from loomcheck.contract import signing as spec
     from loomcheck.reference.approvals import SignedResumeAuthenticator, signing_input
 
     park = {"actor": vector["actor"], "exp": vector["exp"], "execution_id": vector["executionId"],
@@ -182,7 +182,7 @@ JUDGED = ("approvals.signature-bound", "approvals.operation-bound", "approvals.g
 
 
 def _session(driver: Any) -> Any:
-    from loomcheck.harness.session import Session, hello_of
+    from loomcheck.contract.session import Session, hello_of
 
     session = Session(driver, frozenset(hello_of(driver).features))
     for op in (Configure(CONFIG), Define("f", FLOW), Define("g", OTHER), Start("x", "f", {"amount": 120})):
@@ -192,8 +192,7 @@ def _session(driver: Any) -> Any:
 
 def _resume_as(session: Any, operation: Any) -> Any:
     """resumeAs x onto g with TRANSFORM, approved by a proof the harness signed for `operation`."""
-    from loomcheck.harness import proofs
-
+    from loomcheck.contract import proofs
     park = session.parked_at_sequence("x")
     payload = {"approved": True, "viewDigest": session.read_state("x")["suspendedOn"]["viewDigest"]}
     proof = proofs.sign(session, proofs.Claim("x", park, ACTOR, EXP, GATE, payload, operation=operation), SECRET)
@@ -202,9 +201,9 @@ def _resume_as(session: Any, operation: Any) -> Any:
 
 @pytest.mark.parametrize("kernel", ["reference", "adr-only"])
 def test_each_kernel_is_handed_the_bytes_it_verifies_and_only_the_extension_judges_the_reuse(kernel: str) -> None:
-    from loomcheck.harness import proofs
-    from loomcheck.harness.loading import resolve_factory
-    from loomcheck.properties.registry import check_step
+    from loomcheck.contract import proofs
+    from loomcheck.run.loading import resolve_factory
+    from loomcheck.properties.checks import check_step
 
     make = (lambda: ReferenceDriver(store="memory")) if kernel == "reference" else \
         resolve_factory(f"python:{ADR_ONLY}:make")
@@ -241,7 +240,7 @@ def test_a_kernel_that_signs_itself_is_handed_the_operation_in_the_claim() -> No
     so the kernel's format can bind it; the permuted reference's format binds it not (its choice)."""
     import permuted
 
-    from loomcheck.harness import proofs
+    from loomcheck.contract import proofs
     from loomcheck.protocol.messages import Claim
 
     driver = permuted.make()

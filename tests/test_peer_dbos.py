@@ -1,4 +1,4 @@
-"""Direct fidelity tests of the DBOS adapter (adapters/dbos.py): each primitive the
+"""Direct fidelity tests of the DBOS adapter (peers/dbos.py): each primitive the
 adapter maps is driven through the adapter AND checked in DBOS's own records
 (DBOSClient on the same system database), so the translation is shown faithful."""
 
@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("dbos")
 
-from loomcheck.adapters.dbos import DbosDriver  # noqa: E402
+from loomcheck.peers.dbos import DbosDriver  # noqa: E402
 from peer_logs import types  # noqa: E402
 
 LANG = "loomcheck-flow/1"

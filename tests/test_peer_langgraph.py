@@ -19,7 +19,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.func import entrypoint, task  # noqa: E402
 from langgraph.types import Command, interrupt  # noqa: E402
 
-from loomcheck.adapters.langgraph import LangGraphDriver, make, make_raw  # noqa: E402
+from loomcheck.peers.langgraph import LangGraphDriver, make, make_raw  # noqa: E402
 from peer_logs import observed, types  # noqa: E402
 from loomcheck.cli import main  # noqa: E402
 
@@ -137,7 +137,7 @@ class NoReplayDriver(LangGraphDriver):
 
     def _open(self) -> None:
         super()._open()
-        import loomcheck.adapters.langgraph as module
+        import loomcheck.peers.langgraph as module
 
         self._saved_step = module._step
 
@@ -151,7 +151,7 @@ class NoReplayDriver(LangGraphDriver):
         module._step = lambda step_id, body: Plain({"stepId": step_id, "output": body()})
 
     def close(self) -> None:
-        import loomcheck.adapters.langgraph as module
+        import loomcheck.peers.langgraph as module
 
         module._step = self._saved_step
         super().close()
@@ -164,7 +164,7 @@ def make_no_replay() -> NoReplayDriver:
 def test_the_suite_catches_a_step_that_langgraph_does_not_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
-    import loomcheck.adapters.langgraph as module
+    import loomcheck.peers.langgraph as module
 
     # The run may leave a driver unclosed, and with it the patched step: restored here whatever happens.
     monkeypatch.setattr(module, "_step", module._step)

@@ -16,7 +16,7 @@ pytest.importorskip("workflows")
 from workflows import Context  # noqa: E402
 from workflows.events import HumanResponseEvent  # noqa: E402
 
-from loomcheck.adapters.llamaindex import GATES_KEY, STEPS_KEY, LlamaIndexDriver, make, waiter_id  # noqa: E402
+from loomcheck.peers.llamaindex import GATES_KEY, STEPS_KEY, LlamaIndexDriver, make, waiter_id  # noqa: E402
 from peer_logs import observed, types  # noqa: E402
 
 TWO_GATES = {"body": [{"op": "step", "id": "plan", "output": {"plan": "p"}},

@@ -19,7 +19,7 @@ from prefect.client.orchestration import get_client  # noqa: E402
 from prefect.flow_runs import resume_flow_run  # noqa: E402
 from prefect.results import ResultStore  # noqa: E402
 
-from loomcheck.adapters.prefect import PrefectDriver, make, step_key  # noqa: E402
+from loomcheck.peers.prefect import PrefectDriver, make, step_key  # noqa: E402
 from peer_logs import observed, types  # noqa: E402
 
 TWO_GATES = {"body": [{"op": "step", "id": "plan", "output": {"plan": "p"}},

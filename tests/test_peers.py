@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from loomcheck.adapters import PEERS
-from loomcheck.adapters.base import GUARD_JUDGES
-from loomcheck.adapters.witness import Witness
-from loomcheck.harness.loading import ImplementationSpecError, check_spec
-from loomcheck.reports.manifest import load_manifest
+from loomcheck.peers import PEERS
+from loomcheck.peers.base import GUARD_JUDGES
+from loomcheck.peers.witness import Witness
+from loomcheck.run.loading import ImplementationSpecError, check_spec
+from loomcheck.run.manifest import load_manifest
 
 WITNESS_MADE = ("log.append-only", "resume.accepted-records-answer")
 
@@ -22,7 +22,7 @@ WITNESS_MADE = ("log.append-only", "resume.accepted-records-answer")
 @pytest.mark.parametrize("name", sorted(PEERS))
 def test_every_peer_ships_a_manifest_that_does_not_credit_the_peer_with_the_adapters_work(name: str) -> None:
     peer = PEERS[name]
-    manifest = load_manifest(Path(str(files("loomcheck.adapters") / peer.manifest)))
+    manifest = load_manifest(Path(str(files("loomcheck.peers") / peer.manifest)))
     excused = {e.invariant for e in manifest.not_applicable}
     # The log is the adapter's witness: these two hold by its construction, for every peer.
     assert set(WITNESS_MADE) <= excused, set(WITNESS_MADE) - excused

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from loomcheck.harness.replay import ReplayResult, compare, expectation_of
+from loomcheck.run.replay import ReplayResult, compare, expectation_of
 from loomcheck.reports.model import Report
 from loomcheck.spec.catalogue import load_catalogue
 from loomcheck.spec.profiles import admissible_reasons, profile

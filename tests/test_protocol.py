@@ -16,8 +16,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from loomcheck.cli import main
-from loomcheck.harness.driver import Outcome
-from loomcheck.properties.bound import nest
+from loomcheck.contract.driver import Outcome
+from loomcheck.corpora.view_digests import nest
 from loomcheck.protocol import wire
 from loomcheck.protocol.messages import FIELDS, PROTOCOL
 from loomcheck.protocol.server import handle

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from loomcheck.fuzz import hostile
-from loomcheck.harness.driver import Outcome
-from loomcheck.properties.strategies import ALL_FEATURES, payloads, programs
+from loomcheck.contract.driver import Outcome
+from loomcheck.machine.strategies import ALL_FEATURES, payloads, programs
 from loomcheck.reference.context import FlowContext, Park, World
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.reference.events import Event, to_plain_json

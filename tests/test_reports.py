@@ -13,7 +13,7 @@ import pytest
 from loomcheck.cli import main
 from loomcheck.reports.diff import diff_reports
 from loomcheck.reports.html import render_matrix
-from loomcheck.reports.manifest import (
+from loomcheck.run.manifest import (
     TODO,
     ExpectedEntry,
     Manifest,

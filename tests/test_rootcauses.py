@@ -1,9 +1,9 @@
-"""The rule that groups failures by root cause (harness/rootcauses.py): one counterexample,
+"""The rule that groups failures by root cause (run/rootcauses.py): one counterexample,
 one finding, headed by the invariant whose decision it most directly breaks."""
 
 from __future__ import annotations
 
-from loomcheck.harness.rootcauses import GENERIC, Evidence, blame_difference, directness, group
+from loomcheck.run.rootcauses import GENERIC, Evidence, blame_difference, directness, group
 from loomcheck.spec.catalogue import load_catalogue
 
 

@@ -15,12 +15,12 @@ import pytest
 
 from loomcheck.cli import main
 from loomcheck.fuzz.tampering import OWN_PROOF_CATEGORIES
-from loomcheck.harness import proofs
-from loomcheck.harness.replay import run_operations
-from loomcheck.harness.script import Configure, Define, Resume, Start
-from loomcheck.harness.session import ImplementationFailed, Session, hello_of
-from loomcheck.properties import signing as spec
-from loomcheck.properties.tampering import run_tampering
+from loomcheck.contract import proofs
+from loomcheck.run.replay import run_operations
+from loomcheck.contract.script import Configure, Define, Resume, Start
+from loomcheck.contract.session import ImplementationFailed, Session, hello_of
+from loomcheck.contract import signing as spec
+from loomcheck.corpora.tampered_approvals import run_tampering
 from loomcheck.protocol.server import handle
 from loomcheck.protocol.validation import ProtocolValidator
 from loomcheck.reference.driver import ReferenceDriver

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from loomcheck.reference.stores.base import EventStore, StaleAppendError, StoreError
-from loomcheck.reference.stores.kit import StoreConformance
+from loomcheck.kits.stores import StoreConformance
 from loomcheck.reference.stores.memory import InMemoryEventStore
 from loomcheck.reference.stores.sqlite import SELECT_AFTER, SELECT_LAST_SEQ, SELECT_RANGE, SqliteEventStore
 

@@ -1,4 +1,4 @@
-"""z3 over the abstract model of the gate-answer discipline (symbolic/gates.py):
+"""z3 over the abstract model of the gate-answer discipline (symbolic/gate_model.py):
 bounded model checking, the induction proof for every G and every history length,
 the seeded broken relations each refuted with a readable counterexample, and the
 encoding checked against the Python model it encodes."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import z3
 
-from loomcheck.symbolic import gates
-from loomcheck.symbolic.gates import BROKEN, COMPLETED, agrees_with_python, bmc, induction, reach
+from loomcheck.symbolic import gate_model as gates
+from loomcheck.symbolic.gate_model import BROKEN, COMPLETED, agrees_with_python, bmc, induction, reach
 
 
 def test_bmc_finds_no_violation_up_to_the_bound() -> None:

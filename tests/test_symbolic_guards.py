@@ -14,8 +14,8 @@ from typing import Any, Callable
 import pytest
 import z3
 
-from loomcheck.harness.session import Session, hello_of
-from loomcheck.properties.emitwitnesses import CHECK, IDS, PATHS, run_emit_witnesses, sendable_witnesses
+from loomcheck.contract.session import Session, hello_of
+from loomcheck.corpora.emit_witnesses import CHECK, IDS, PATHS, run_emit_witnesses, sendable_witnesses
 from loomcheck.reference import emitguard
 from loomcheck.reference.context import FlowContext
 from loomcheck.reference.driver import ReferenceDriver

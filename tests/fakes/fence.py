@@ -12,8 +12,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from loomcheck.harness.driver import Hello, Outcome
-from loomcheck.harness.needs import options_need, program_needs
+from loomcheck.contract.driver import Hello, Outcome
+from loomcheck.contract.needs import options_need, program_needs
 from loomcheck.reference.driver import FEATURES, ReferenceDriver
 from adr_only_approvals import AdrOnlyRuntime  # tests/: an authenticator of ADR 0117 D2 alone
 
@@ -118,7 +118,7 @@ class FencedKernel:
 
     def sign(self, claim: dict[str, Any]) -> dict[str, Any]:
         """Feature "signing", in spec/signing.md's own format: a kernel whose proofs are the suite's."""
-        from loomcheck.properties.signing import secrets_of, sign
+        from loomcheck.contract.signing import secrets_of, sign
 
         self._need({"signing"}, "sign")
         secrets = secrets_of(self.keys, claim.get("actor"))

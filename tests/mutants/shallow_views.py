@@ -4,7 +4,7 @@ canonical JSON digests up to 1024 (ADR 0117 D1: only deeper is refused)."""
 
 from __future__ import annotations
 
-from loomcheck.harness.driver import Outcome
+from loomcheck.contract.driver import Outcome
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.spec.canonical import depth
 

@@ -291,7 +291,7 @@ class PermutedDriver:
 
     # -- operations that may refuse ---------------------------------------------------
     def _outcome(self, outcome: Any, operation: str) -> Any:
-        from loomcheck.harness.driver import Outcome
+        from loomcheck.contract.driver import Outcome
 
         if getattr(outcome, "ok", True):
             return outcome
@@ -310,7 +310,7 @@ class PermutedDriver:
         call: Callable[..., Any] = self.inner.resume
         outcome = call(execution_id, event_type, payload, options) if options else call(execution_id, event_type, payload)
         if not outcome.ok and outcome.reason == "not-suspended" and self._finished(execution_id):
-            from loomcheck.harness.driver import Outcome
+            from loomcheck.contract.driver import Outcome
 
             # A finished execution's resume named by its state (ADR 0104 D4 names only the unparked case).
             outcome = Outcome.refused(outcome.error, "terminal", outcome.message)
@@ -402,7 +402,7 @@ class OwnDigestsDriver(PermutedDriver):
     the program it was handed) are shown as those of the program the harness defined.
 
     approvals.digest-bytes disagrees with it, as a profile check should; every ADR check passes
-    (a regression log's echo of loomcheck's digest is sent as the kernel's, harness/replay.py)."""
+    (a regression log's echo of loomcheck's digest is sent as the kernel's, run/replay.py)."""
 
     def __init__(self, inner: Any) -> None:
         super().__init__(inner)

@@ -32,7 +32,7 @@ import hmac
 import json
 from typing import Any, Callable
 
-from loomcheck.properties.signing import binding, secrets_of, sign as spec_sign, signed_discard
+from loomcheck.contract.signing import binding, secrets_of, sign as spec_sign, signed_discard
 from loomcheck.spec.canonical import CanonicalError
 from loomcheck.spec.files import json_headroom
 

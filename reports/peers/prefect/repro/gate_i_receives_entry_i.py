@@ -185,7 +185,7 @@ def stop_server():
     shutil.rmtree(HOME, ignore_errors=True)
 
 
-# -- Prefect, as the adapter drives it (adapters/prefect.py) -------------------------------
+# -- Prefect, as the adapter drives it (peers/prefect.py) -------------------------------
 # Prefect suspends only a flow run that has a deployment ("Cannot suspend flows without a
 # deployment"), so every execution is a flow run of one deployment with no work pool: this
 # script is its worker and runs each flow run in process with the flow defined for its flowId.

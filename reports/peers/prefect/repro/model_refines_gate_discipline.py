@@ -7,7 +7,7 @@ Exit status 1 while it reproduces, 0 once it does not (then re-run loomcheck on 
 model.refines-gate-discipline (ADR 0057 Decision, "The kernel refines the abstract gate model") is violated: after recover the log stands for parked at gate 0, answers ['{"answer":"A"}'@0/go1], observed {0: ['\\'{"answer":"A"}\\'']}, runs [1], done [0]; the model reaches parked at gate 1, answers ['{"answer":"A"}'@0/go1], observed {0: ['\\'{"answer":"A"}\\'']}, runs [2], done [1].
   #7 EXECUTION_RECOVERED {}: cited by the check; just before it the execution was running, parked at no gate (crashed or mid-run).
   #8 EXECUTION_SUSPENDED {"condition":{"on":"go1"}}: cited by the check; just before it the execution was running, parked at no gate (crashed or mid-run).
-  ADR 0057 Decision: "On a flow of gates and steps, every start, resume and recovery takes the transition the abstract model of the gate-answer discipline takes (explore/abstract.py): accepted or refused alike, with the same refusal reason, and the log after it abstracts to the model's next state. The model's invariant (gate i observes entry i; an entry is recorded only at a park, by a resume naming the parked gate; recovery records none) is proved by z3 for histories of every length and any number of gates (symbolic/gates.py)."
+  ADR 0057 Decision: "On a flow of gates and steps, every start, resume and recovery takes the transition the abstract model of the gate-answer discipline takes (properties/abstract.py): accepted or refused alike, with the same refusal reason, and the log after it abstracts to the model's next state. The model's invariant (gate i observes entry i; an entry is recorded only at a park, by a resume naming the parked gate; recovery records none) is proved by z3 for histories of every length and any number of gates (symbolic/gate_model.py)."
   The invariant: docs/invariants.md#model.refines-gate-discipline
 """
 
@@ -184,7 +184,7 @@ def stop_server():
     shutil.rmtree(HOME, ignore_errors=True)
 
 
-# -- Prefect, as the adapter drives it (adapters/prefect.py) -------------------------------
+# -- Prefect, as the adapter drives it (peers/prefect.py) -------------------------------
 # Prefect suspends only a flow run that has a deployment ("Cannot suspend flows without a
 # deployment"), so every execution is a flow run of one deployment with no work pool: this
 # script is its worker and runs each flow run in process with the flow defined for its flowId.
@@ -476,7 +476,7 @@ FOUND_LOGS = {'x0': [{'seq': 1, 'type': 'EXECUTION_STARTED', 'payload': {'flowId
                      {'seq': 7, 'type': 'EXECUTION_RECOVERED', 'payload': {}},
                      {'seq': 8, 'type': 'EXECUTION_SUSPENDED', 'payload': {'condition': {'on': 'go1'}}}]}
 REFERENCE = ['ok', 'ok', 'ok:crashed', 'ok']  # the reference kernel's outcomes for the same operations
-EXPECTED = "On a flow of gates and steps, every start, resume and recovery takes the transition the abstract model of the gate-answer discipline takes (explore/abstract.py): accepted or refused alike, with the same refusal reason, and the log after it abstracts to the model's next state. The model's invariant (gate i observes entry i; an entry is recorded only at a park, by a resume naming the parked gate; recovery records none) is proved by z3 for histories of every length and any number of gates (symbolic/gates.py)."
+EXPECTED = "On a flow of gates and steps, every start, resume and recovery takes the transition the abstract model of the gate-answer discipline takes (properties/abstract.py): accepted or refused alike, with the same refusal reason, and the log after it abstracts to the model's next state. The model's invariant (gate i observes entry i; an entry is recorded only at a park, by a resume naming the parked gate; recovery records none) is proved by z3 for histories of every length and any number of gates (symbolic/gate_model.py)."
 CLAIM = 'after recover the log stands for parked at gate 0, answers [\'{"answer":"A"}\'@0/go1], observed {0: [\'\\\'{"answer":"A"}\\\'\']}, runs [1], done [0]; the model reaches parked at gate 1, answers [\'{"answer":"A"}\'@0/go1], observed {0: [\'\\\'{"answer":"A"}\\\'\']}, runs [2], done [1].'
 
 # -- the judgement ------------------------------------------------------------------------
