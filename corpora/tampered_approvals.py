@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from loomcheck.fuzz.tampering import own_proof_mutations, tamperings
+from loomcheck.fuzz.own_proofs import own_proof_mutations
+from loomcheck.fuzz.tampering import PROOF_CATEGORIES, tamperings
 from loomcheck.contract import proofs
 from loomcheck.contract.needs import Undeclared
 from loomcheck.contract.script import Configure, Define, Resume, ResumeAs, Start
@@ -51,11 +52,6 @@ DECISIONS = ({"approved": True, "note": "looks right"},
              {"approved": False, "reason": {"code": 3, "tags": ["limit", "weekend"]}},
              {"approved": True, "amount": 12.5, "to": "compte-é", "count": 3})
 DECISION = DECISIONS[0]
-# The tamperings of spec/signing.md's bytes (profile proof-wire-format): for a kernel that signs its
-# own proofs they are foreign bytes its verifier refuses trivially, so its own bytes are altered instead.
-SPEC_BYTES = frozenset({"actor", "exp", "signature-bitflip", "signature-truncated", "signature-extended",
-                        "signature-malformed", "unsigned", "actor-missing", "no-expiry", "unknown-actor",
-                        "wrong-secret"})
 STRANGERS = ("mallory", "ann-unknown", "__proto__")
 # A kernel without views (feature "view-digest") approves the same gates, showing nothing to bind.
 PLAIN_FLOW = {"body": [{k: v for k, v in op.items() if k != "view"} for op in FLOW["body"]]}
@@ -197,8 +193,8 @@ def _tamper(session: Session, result: CorpusResult, decision: dict[str, Any], ex
         if not isinstance(context, dict) or not isinstance(context.get("executionId"), str) \
                 or type(context.get("parkedAtSequence")) is not int or context["parkedAtSequence"] < 1:
             continue  # a kernel always supplies the park: "no context" is the authenticator kit's case
-        if own and category in SPEC_BYTES:
-            continue  # bytes its verifier never sees: _own_bytes alters its own
+        if own and category in PROOF_CATEGORIES:
+            continue  # foreign bytes its verifier refuses trivially: _own_bytes alters its own
         if (context["executionId"], context["parkedAtSequence"]) != ("x", park):
             # Signed for another park, presented at this one (the same test, seen from the park).
             proof = proofs.sign(session, proofs.Claim(context["executionId"], context["parkedAtSequence"], ACTOR, exp,
@@ -210,14 +206,8 @@ def _tamper(session: Session, result: CorpusResult, decision: dict[str, Any], ex
         except Undeclared as undeclared:  # a tampering of the override (feature "legacy-scan")
             result.skip(undeclared)
             continue
-        result.cases += 1
-        result.per_category[category] = result.per_category.get(category, 0) + 1
-        found = list(_judge(session, step, f"{category}[{number}]", must_refuse=True))
-        if found and not result.violations:
-            result.operations = setup + [step.op]  # the shortest script that shows it
-        result.violations.extend(found)
-        if step.outcome.ok:
-            _setup(session, "x")  # the execution moved on: park it again for the next variant
+        _count(result, category)
+        _refused(session, result, step, f"{category}[{number}]", setup)
 
 
 def _scenarios(session: Session, result: CorpusResult, exp: int) -> None:
@@ -230,8 +220,7 @@ def _scenarios(session: Session, result: CorpusResult, exp: int) -> None:
              # the same signed approval, replayed at the second park of the same gate (a loop)
              ("later-park-replay", "x", True)]
     for category, execution, must_refuse in cases:
-        result.cases += 1
-        result.per_category[category] = result.per_category.get(category, 0) + 1
+        _count(result, category)
         step = _send(session, execution, {"type": GATE, "payload": payload, "proof": proof})
         found = list(_judge(session, step, category, must_refuse))
         if found and not result.violations:

@@ -59,7 +59,8 @@ from loomcheck.reference.context import (
     indoubt_decision_id,
     is_verdict_for,
 )
-from loomcheck.reference.approvals import Verdict, parked_at_sequence
+from loomcheck.reference.approvals import parked_at_sequence
+from loomcheck.reference.authenticator import Verdict
 from loomcheck.reference.clock import Clock
 from loomcheck.reference.errors import (
     ConfigError,

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from loomcheck.reference.approvals import SignedResumeAuthenticator, WeakSecretError
+from loomcheck.reference.approvals import WeakSecretError
+from loomcheck.reference.authenticator import SignedResumeAuthenticator
 from loomcheck.reference.errors import ConfigError
 
 

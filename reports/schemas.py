@@ -27,6 +27,7 @@ def _schema(model: type[BaseModel], name: str, title: str) -> dict[str, Any]:
 def generated() -> dict[str, str]:
     """File name under spec/ -> its text."""
     from loomcheck.fleet.corpus import Corpus
+    from loomcheck.fuzz import tampering_vectors
     from loomcheck.reports.model import Report
 
     schemas = {
@@ -39,6 +40,7 @@ def generated() -> dict[str, str]:
     schemas.update(protocol_schemas())
     files = {name: json.dumps(schema, indent=2, ensure_ascii=False) + "\n" for name, schema in schemas.items()}
     files["catalogue.json"] = export_json(load_catalogue())
+    files["vectors/tampered-approvals.json"] = tampering_vectors.text()
     return files
 
 

@@ -98,10 +98,11 @@ def test_every_committed_log_has_an_expectation() -> None:
 
 
 def committed_exports() -> list[str]:
-    """Every file the generator owns: catalogue.json and everything under spec/schemas/."""
+    """Every file the generator owns: catalogue.json, everything under spec/schemas/, the tampering vectors."""
     schemas = SPEC_ROOT / "schemas"
     return ["catalogue.json"] + sorted(f"schemas/{p.name}" for p in schemas.iterdir() if p.is_file()) \
-        + sorted(f"schemas/protocol/{p.name}" for p in (schemas / "protocol").iterdir())
+        + sorted(f"schemas/protocol/{p.name}" for p in (schemas / "protocol").iterdir()) \
+        + ["vectors/tampered-approvals.json"]
 
 
 @pytest.mark.parametrize("name", committed_exports())

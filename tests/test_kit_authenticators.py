@@ -1,7 +1,7 @@
-"""The authenticator kit against the reference, and the kit checked too: seeded
-faulty authenticators (each the reference with one fault) fail exactly the cases
-they should, and every tampering the fuzzer generates is rejected by the
-reference and accepted by some faulty one."""
+"""The authenticator kit against the reference, and the kit checked too: its published
+vectors are rebuilt from their recipes (tests/test_catalogue.py checks they are fresh), seeded faulty authenticators (each the
+reference with one fault) fail exactly the cases they should, and every tampering the fuzzer
+generates is rejected by the reference and accepted by some faulty one."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from loomcheck.fuzz.tampering import CATEGORIES, event_type_variants, tamperings
+from loomcheck.fuzz.tampering import CATEGORIES, RULES, SHAPE_CATEGORIES, event_type_variants, tamperings
 from loomcheck.kits.authenticators import CASES, AuthenticatorConformance, run_battery
-from loomcheck.reference.approvals import (
-    PURPOSE, SignedResumeAuthenticator, _Rejected, sign_resume, signed_discard, signing_input,
-)
+from loomcheck.reference.approvals import PURPOSE, sign_resume, signed_discard, signing_input
+from loomcheck.reference.authenticator import SignedResumeAuthenticator, _Rejected
+from loomcheck.spec.approval_edits import edited, tampering_vectors as published
 from loomcheck.spec.canonical import canonical_json
 
 
@@ -41,6 +41,29 @@ def test_one_test_method_per_case_with_its_rule() -> None:
     for case in CASES:
         method = getattr(AuthenticatorConformance, "test_" + case.name.replace("-", "_"))
         assert method.__doc__ == case.rule and "D2" in case.rule
+
+
+# ------------------------------------------------------- the published vectors
+
+
+def test_every_category_is_published_and_is_a_case() -> None:
+    document = published()
+    assert list(document["categories"]) == list(RULES) == [*CATEGORIES, *SHAPE_CATEGORIES]
+    in_groups = {v["category"] for group in document["groups"] for v in group["tampered"]}
+    assert in_groups == set(RULES)
+    assert set(RULES) <= {case.name for case in CASES}
+
+
+def test_each_vector_is_rebuilt_from_its_recipe() -> None:
+    """An implementation with its own proofs follows the recipe; spec/signing.md's gets `event` itself."""
+    for group in published()["groups"]:
+        signed = group["signed"]
+        fields = {"actor": signed["actor"], "secret": signed["secret"], "exp": signed["exp"],
+                  "execution_id": signed["executionId"], "parked_at_sequence": signed["parkedAtSequence"]}
+        assert sign_resume(signed["event"], **fields) == group["granted"]
+        for vector in group["tampered"]:
+            rebuilt = edited(sign_resume(signed["event"], **{**fields, **vector.get("sign", {})}), vector["edits"])
+            assert rebuilt == vector["event"], vector
 
 
 # --------------------------------------------- another implementation's reasons
@@ -73,7 +96,7 @@ class TestRenamedReasons(AuthenticatorConformance):
 def test_exact_reasons_catches_renamed_reasons() -> None:
     assert all(passed for _, passed, _ in run_battery(Renamed, exact_reasons=False))
     failed = {name for name, passed, _ in run_battery(Renamed) if not passed}
-    assert "valid-approval-granted" in failed and "expired" in failed and "no-proof" in failed
+    assert "valid-approval-granted" in failed and "expired" in failed and "actor-missing" in failed
 
 
 # ------------------------------------------------------- seeded faulty ones
@@ -178,14 +201,15 @@ class ZeroIsNone(SignedResumeAuthenticator):
 
 
 FAULTY: dict[str, tuple[Any, Any, set[str]]] = {
-    "ignores the park binding": (ParkBlind, unbound_sign, {"other-execution", "later-park"}),
+    "ignores the park binding": (ParkBlind, unbound_sign, {"other-execution", "later-park", "earlier-park"}),
     "accepts a 15-byte secret": (AcceptsWeakSecrets, None, {"weak-secret-record", "weak-secret-function",
                                                              "empty-secret"}),
     "does not check exp": (NoExpiry, None, {"expired", "expiry-at-verify-time"}),
-    "compares a prefix with ==": (PrefixCompare, None, {"tampered-signature"}),
+    "compares a prefix with ==": (PrefixCompare, None, {"signature-bitflip", "signature-truncated",
+                                                         "signature-extended", "signature-malformed"}),
     "skips the actor check": (SkipsActorCheck, None, {"actor-mismatch"}),
-    "signs the payload, not the override": (PayloadOnly, payload_only_sign, {"tampered-discard-legacy-answers"}),
-    "reads count 0 as no override": (ZeroIsNone, None, {"tampered-discard-legacy-answers"}),
+    "signs the payload, not the override": (PayloadOnly, payload_only_sign, {"discard-legacy-answers"}),
+    "reads count 0 as no override": (ZeroIsNone, None, {"discard-legacy-answers"}),
 }
 
 

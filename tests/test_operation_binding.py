@@ -114,7 +114,8 @@ def test_bound_vector(vector: dict[str, Any]) -> None:
     """Both readings of spec/signing.md section 10 reproduce the text and the signature (checked with
     Node.js when written), and the verifier grants the event only for that operation and incarnation."""
     from loomcheck.contract import signing as spec
-    from loomcheck.reference.approvals import SignedResumeAuthenticator, signing_input
+    from loomcheck.reference.approvals import signing_input
+    from loomcheck.reference.authenticator import SignedResumeAuthenticator
 
     park = {"actor": vector["actor"], "exp": vector["exp"], "execution_id": vector["executionId"],
             "parked_at_sequence": vector["parkedAtSequence"]}
@@ -138,7 +139,7 @@ def test_bound_vector(vector: dict[str, Any]) -> None:
 def test_a_caller_of_the_adr_s_spi_is_a_plain_resume_and_a_malformed_operation_fails_closed() -> None:
     """ADR 0117 D2's context carries no operation: the section-2 vectors verify as they always did,
     with or without an explicit plain resume; a context the runtime could not have meant rejects."""
-    from loomcheck.reference.approvals import SignedResumeAuthenticator
+    from loomcheck.reference.authenticator import SignedResumeAuthenticator
     from loomcheck.spec.files import SPEC_ROOT, read_json
 
     vector = read_json(SPEC_ROOT / "vectors" / "signatures.json")["vectors"][0]
@@ -157,11 +158,11 @@ def test_a_caller_of_the_adr_s_spi_is_a_plain_resume_and_a_malformed_operation_f
 
 
 def test_the_rebinding_corpus_is_refused_by_the_reference_and_granted_in_part_by_the_adr_alone() -> None:
-    """fuzz/tampering.py's section-10 triples: the reference rejects every one; ADR 0117 D2's fields alone
+    """fuzz/rebinding.py's section-10 triples: the reference rejects every one; ADR 0117 D2's fields alone
     (the same authenticator handed no operation) grant exactly the plain resume's proofs reused, which is
     what approvals.operation-bound reports apart."""
-    from loomcheck.fuzz.tampering import REBINDING_CATEGORIES, rebindings
-    from loomcheck.reference.approvals import SignedResumeAuthenticator
+    from loomcheck.fuzz.rebinding import REBINDING_CATEGORIES, rebindings
+    from loomcheck.reference.authenticator import SignedResumeAuthenticator
 
     verifier = SignedResumeAuthenticator(gates=[GATE], keys={ACTOR: SECRET}, now=lambda: EXP - 1)
     triples = list(rebindings({"type": GATE, "payload": {"approved": True}}, actor=ACTOR, secret=SECRET, exp=EXP,

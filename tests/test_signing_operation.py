@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from loomcheck.cli import main
-from loomcheck.fuzz.tampering import OWN_PROOF_CATEGORIES
+from loomcheck.fuzz.own_proofs import OWN_PROOF_CATEGORIES
 from loomcheck.contract import proofs
 from loomcheck.run.replay import run_operations
 from loomcheck.contract.script import Configure, Define, Resume, Start

@@ -4,7 +4,7 @@ approval in a loop approves every turn (ADR 0117 D2: exactly one park)."""
 
 from __future__ import annotations
 
-from loomcheck.reference.approvals import Verdict
+from loomcheck.reference.authenticator import Verdict
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.reference.runtime import Runtime
 

@@ -3,7 +3,7 @@ honoured only when the configured ResumeAuthenticator VERIFIES the event")."""
 
 from __future__ import annotations
 
-from loomcheck.reference.approvals import Verdict
+from loomcheck.reference.authenticator import Verdict
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.reference.runtime import Runtime
 
