@@ -1,91 +1,31 @@
-"""The reference runtime: start, resume, resumeAs, recover; each checks first
-and appends after, so a refusal leaves the log byte-identical.
-
-Beside the resume-typed event, resume() and resumeAs() record (ADR 0104 D1):
-
-| the execution was...                 | recorded                                              |
-| parked at a gate (suspend or human)  | EXECUTION_RESUMED(payload): the payload IS the answer |
-| parked in doubt                      | DECISION_RECORDED {__loom_indoubt__:<step>:<attempt>, |
-|                                      |   choice: verdict, source: "operator"},               |
-|                                      |   then EXECUTION_RESUMED(null)                        |
-| crashed (running/pending)            | nothing: it is parked at no gate                      |
-| terminal (resumeAs only)             | EXECUTION_RESUMED(null): re-opens it, answers nothing |
-
-Recovery is the kernel's own resume of a crashed execution: EXECUTION_RECOVERED {}
-and nothing else. A resumeAs also records EXECUTION_MIGRATED first.
-
-Code versions (K11, spec/versions.py): an execution is pinned to the version of
-the program it started on (or last migrated to). A resume or recovery on a
-runtime whose registered program for that flow has another version is refused
-code-mismatch; resumeAs onto the new version is the exit. A resumeAs may carry
-a transformState (ADR 0056, spec/transforms.py): applied to the folded _input,
-its outcome recorded as EXECUTION_MIGRATED.migratedInput, never run again.
-
-The ingress of a resume, in order (each step refuses before anything is appended):
-1. the ingress gate: kernel namespace, parked, the parked gate's name (a timed
-   park is also woken by TIMER_FIRED);
-1a. the payload and the options it travels with are JSON a store holds, within
-   the bounds of reference/limits.py (invalid-payload, payload-too-large: ADR 0077
-   Context, once appended a payload is a permanent fold input); an id or a type
-   that is not storable text names no execution or gate;
-2. the binding (ADR 0117 D1, D5): a TIMER_FIRED needs the system grant on a
-   strict runtime; any other answer must echo the parked viewDigest;
-3. identity (ADR 0077 D3, ADR 0117 D2): the authenticator, bound to this park
-   (and, beyond the ADR, to the operation and incarnation: spec/signing.md section 10);
-3a. the code (K11): a plain resume is refused code-mismatch when the registered
-   program is not the version the execution is pinned to;
-3b. legacy answers (ADR 0104 D2, R1a; spec/legacy-logs.md): the stray scan warns,
-   refuses ambiguous-legacy-answers, and admits an authenticated override;
-4. shape (ADR 0077): the declared resumeSchemas entry; a timer wake is
-   normalised to exactly {wakeAt} instead;
-then APPROVAL_GRANTED {actor, verifiedBy} when an authenticator granted it, the
-operator's override as a __loom_discard__ decision, the resume-typed event and
-the recording above. Recovery runs the code check and the stray scan.
-"""
+"""The reference runtime: start, resume, resumeAs, recover; each checks first and appends
+after, so a refusal leaves the log byte-identical. What each records, and the order of a
+resume's checks: docs/runtime.md."""
 
 from __future__ import annotations
 
-import itertools
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Mapping
 
-from loomcheck.reference.context import (
-    FlowContext,
-    Park,
-    StepFailed,
-    World,
-    WorkerCrashed,
-    indoubt_decision_id,
-    is_verdict_for,
-)
 from loomcheck.reference.approvals import parked_at_sequence
-from loomcheck.reference.authenticator import Verdict
 from loomcheck.reference.clock import Clock
+from loomcheck.reference.context import FlowContext, Park, StepFailed, World, WorkerCrashed
 from loomcheck.reference.errors import (
-    ConfigError,
-    EmitRefusedError,
-    FlowCodeMismatchError,
-    FlowDefinitionError,
-    InputValidationError,
-    KernelRefusal,
-    ResumePayloadValidationError,
-    ResumeRefusedError,
-    StateMigrationError,
+    EmitRefusedError, FlowCodeMismatchError, FlowDefinitionError, InputValidationError, KernelRefusal,
+    ResumePayloadValidationError, ResumeRefusedError,
 )
-from loomcheck.reference.events import JSON, Event, NotJson, TooLarge, check_text, to_plain_json
-from loomcheck.reference.fold import HANDLERS, IN_DOUBT_GATE, TERMINAL, Handler, State, apply, fold
+from loomcheck.reference.events import JSON, Event, check_text
+from loomcheck.reference.fold import HANDLERS, TERMINAL, Handler, State, apply, fold
+from loomcheck.reference.ingress import ResumeIngress, bounded, is_kernel_type
 from loomcheck.reference.interpreter import run_program
+from loomcheck.reference.legacy import LegacyAnswers, ScanCache, Warn, WarnMemory
 from loomcheck.reference.limits import MAX_BYTES, MAX_DEPTH
-from loomcheck.reference.legacy import CachedScan, Discard, ScanCache, Warn, WarnMemory, kinds_of, parse_discard, warning_of
-from loomcheck.reference.scanner import Kinds, NonContiguous, StrayScanner, Verdict as ScanVerdict
+from loomcheck.reference.migration import StateMigration
 from loomcheck.reference.security import ResumeOptions, Security
-from loomcheck.reference.transforms import apply_transform
-from loomcheck.reference.stores.base import EventStore, stream
-from loomcheck.spec.names import APPROVAL_GRANTED, TIMER_FIRED
+from loomcheck.reference.stores.base import EventStore
+from loomcheck.spec.names import TIMER_FIRED
 from loomcheck.spec.parsing import Invalid, Parsed, parse
 from loomcheck.spec.programs import FlowProgram
-from loomcheck.spec.vocabulary import kernel_event_types
 
 RECOVERED = "EXECUTION_RECOVERED"
 PARK_WALK = 64  # ADR 0117 Round 2: the walk back to the park reads ranges of this many events
@@ -115,7 +55,9 @@ class Driven:
     crashed: bool = False
 
 
-class Runtime:
+class Runtime(ResumeIngress, LegacyAnswers, StateMigration):
+    """The kernel: its flows (code), its store, and the operations on executions."""
+
     # The ingress bounds (reference/limits.py, a profile choice); class attributes, a seam for mutants.
     max_depth = MAX_DEPTH
     max_bytes = MAX_BYTES
@@ -286,23 +228,6 @@ class Runtime:
             append("EXECUTION_RESUMED", None)
         return self.drive(execution_id, self.advanced(state, events, append))
 
-    def migrate_state(self, state: State, target_flow: str, transform: JSON) -> JSON:
-        """ADR 0056 D1, D3: the transform's outcome on the FOLDED _input (an earlier
-        migration may have replaced it), then the target's input contract on what the
-        target will run with. Either refuses with StateMigrationError before any append."""
-        program = self.flows[target_flow]
-        current = state.variables.get("_input")
-        outcome = current if transform is None else apply_transform(transform, current, program.inputSchema)
-        if transform is not None:  # what is recorded as migratedInput: bounded like any input (a wrap nests it)
-            outcome = self.ingress(outcome, "the migrated input", InputValidationError, "invalid-input",
-                                   "input-too-large")
-        parsed = self.input_contract(program, outcome)
-        if isinstance(parsed, Invalid):
-            raise StateMigrationError("input-contract", f"the target flow {target_flow!r} does not accept the "
-                                      f"input it would run with (field {parsed.field}: {parsed.message}); "
-                                      f"a transformState can migrate it")
-        return outcome
-
     @staticmethod
     def input_contract(program: FlowProgram, value: JSON) -> Parsed | Invalid | None:
         """The flow's declared input contract applied to an input it would run with;
@@ -310,216 +235,6 @@ class Runtime:
         if not program.validateInput or program.inputSchema is None:
             return None
         return parse(program.inputSchema, value)
-
-    def migration_record(self, state: State, target_flow: str, transform: JSON, migrated: JSON) -> dict[str, JSON]:
-        """EXECUTION_MIGRATED: without a transform exactly as before 1.15.0 (ADR 0056 D3)."""
-        record: dict[str, JSON] = {"fromFlow": state.flow_id, "toFlow": target_flow}
-        if state.version is not None:
-            record["fromVersion"] = state.version
-        if self.versions.get(target_flow) is not None:
-            record["toVersion"] = self.versions[target_flow]
-        if transform is not None:
-            record["migratedInput"] = migrated  # D1: the outcome is durable, the function never is
-        return record
-
-    def check_code(self, state: State) -> None:
-        """K11: an execution runs only on the code it is pinned to; resumeAs is the exit."""
-        registered = self.versions.get(state.flow_id or "")
-        if state.version is not None and registered is not None and state.version != registered:
-            raise FlowCodeMismatchError("code-mismatch", f"the execution is pinned to {state.version} of flow "
-                                        f"{state.flow_id!r}, but {registered} is registered; resumeAs onto it "
-                                        f"(with a transformState if its input contract changed)")
-
-    def admit(self, execution_id: str, state: State, events: list[Event], event_type: str, answer: JSON,
-              options: ResumeOptions, flow_id: str | None, pinned: bool = False,
-              operation: dict[str, JSON] | None = None) -> tuple[JSON, Verdict | None, Discard | None]:
-        """After the ingress gate, in order: the binding, identity, the code (a plain
-        resume runs on the code it is pinned to), legacy answers, then shape (ADR 0077
-        D3, ADR 0117 D1, D2, D5, ADR 0104 D2). The answer to record, the
-        authenticator's grant and the operator's override, if any."""
-        self.check_binding(state, event_type, answer, options)
-        grant = self.authenticate(execution_id, state, events, event_type, answer, options, operation)
-        self._require_flow(flow_id)
-        if pinned:
-            self.check_code(state)  # the shape is the pinned code's, which must be the one registered
-        discard = self.scan_legacy(execution_id, flow_id, options, grant, event_type)
-        answer = self.shape_answer(self.flows[flow_id or ""], state, event_type, answer)
-        self.check_answer(state, answer)
-        return answer, grant, discard
-
-    # -- legacy answers (ADR 0104 D2, amendment R1a) ---------------------------------
-    def scan_legacy(self, execution_id: str, flow_id: str | None, options: ResumeOptions | None,
-                    grant: Verdict | None, event_type: str | None, live: bool = False) -> Discard | None:
-        """The stray scan (spec/legacy-logs.md): warn, then refuse ambiguous-legacy-answers
-        unless an authenticated override resolves the step. The override to record, if any."""
-        discard = parse_discard(options.discard_legacy_answers if options else None)
-        if discard is not None:
-            if event_type == TIMER_FIRED or options is None or options.system:
-                raise ResumeRefusedError("discard-on-kernel-resume", "an override is an operator's approval; "
-                                         "the kernel's own resumes carry none")
-            if grant is None:
-                raise ResumeRefusedError("discard-unverified", "discardLegacyAnswers is honoured only on an event "
-                                         "the configured ResumeAuthenticator verified, covering the override")
-        verdict = self.scanned(execution_id, self.flows.get(flow_id or ""), live, fresh=discard is not None)
-        self.warn(execution_id, verdict)
-        ambiguous = verdict.ambiguous_steps()
-        if discard is not None:
-            if discard.step_id not in ambiguous:
-                raise ResumeRefusedError("discard-without-ambiguity", f"the log holds no unresolved ambiguity "
-                                         f"for step {discard.step_id!r}")
-            ambiguous.discard(discard.step_id)
-        if ambiguous:
-            raise ResumeRefusedError("ambiguous-legacy-answers", f"the answers of human step(s) "
-                                     f"{', '.join(sorted(ambiguous))} cannot be told apart from pre-0104 entries; "
-                                     f"inspect the log, then resume with an authenticated discardLegacyAnswers")
-        return discard
-
-    def scanned(self, execution_id: str, program: FlowProgram | None, live: bool, fresh: bool) -> ScanVerdict:
-        """R1a: feed the cached clean scanner only the new events, or scan the whole
-        retained log; keep the scanner again only when its verdict is clean."""
-        kinds = kinds_of(program)
-        cached = self.scans.take(execution_id)
-        last = self.store.next_seq(execution_id) - 1
-        scanner: StrayScanner | None = None
-        if cached is not None and not fresh and cached.definition is program and last >= cached.seq:
-            try:
-                cached.scanner.feed(self.store.read(execution_id, after=cached.seq), kinds)
-                scanner = cached.scanner
-            except NonContiguous:
-                scanner = None  # the tail does not continue what was scanned: rescan
-            if scanner is not None and scanner.consumed != last:
-                scanner = None  # retention removed events it never saw
-        if scanner is None:
-            scanner = self.full_scan(execution_id, kinds)
-        verdict = scanner.verdict(live)
-        if verdict.clean and not fresh:
-            self.scans.keep(execution_id, CachedScan(scanner, scanner.consumed, program))
-        return verdict
-
-    def full_scan(self, execution_id: str, kinds: Kinds) -> StrayScanner:
-        """One pass over the retained log, streamed a page at a time (a long log is never held whole)."""
-        events = stream(self.store, execution_id)
-        head = next(events, None)
-        first = head.seq if head is not None else self.store.next_seq(execution_id)
-        snapshot = self.store.get_snapshot(execution_id) if first > 1 else None
-        if snapshot is not None:
-            scanner = StrayScanner.from_snapshot(snapshot[1], first - 1)  # the prefix was retained away
-        else:
-            scanner = StrayScanner(consumed=first - 1)
-        if head is not None:
-            scanner.feed(itertools.chain((head,), events), kinds)
-        return scanner
-
-    @contextmanager
-    def refusal_drops_scan(self, execution_id: str) -> Iterator[None]:
-        """R1a: a refusal drops the cached scanner; the next operation scans the whole log."""
-        try:
-            yield
-        except KernelRefusal:
-            self.scans.drop(execution_id)
-            raise
-
-    def warn(self, execution_id: str, verdict: ScanVerdict) -> None:
-        for kind in verdict.warned:
-            if self.warned.first_time(execution_id, kind) and self.on_warn is not None:
-                self.on_warn(warning_of(execution_id, verdict, kind))
-
-    @staticmethod
-    def record_discard(append: Appender, discard: Discard | None, grant: Verdict | None) -> None:
-        """ADR 0104 D2: the override is itself an approval, recorded in the reserved namespace."""
-        if discard is not None and grant is not None:
-            append("DECISION_RECORDED", {"decisionId": discard.decision_id, "choice": discard.count,
-                                         "source": "operator", "rationale": {"approval": grant.evidence()}})
-
-    def check_resumable(self, state: State, event_type: str) -> None:
-        """The ingress gate, in order: kernel namespace, parked, the parked gate's name
-        (a timed park is also woken by TIMER_FIRED, ADR 0117 D5)."""
-        if is_kernel_type(event_type):
-            raise ResumeRefusedError("kernel-namespace", f"{event_type} is a kernel event type")
-        parked_on = state.parked_on
-        if parked_on is None:
-            raise ResumeRefusedError("not-suspended", f"execution is {state.status}, not parked")
-        timed = "wakeAt" in (state.suspended_on or {})
-        if event_type != parked_on and not (event_type == TIMER_FIRED and timed):
-            raise ResumeRefusedError("gate-mismatch", f"execution is parked on {parked_on!r:.80}, not {event_type!r:.80}")
-
-    def check_binding(self, state: State, event_type: str, answer: JSON, options: ResumeOptions) -> None:
-        """After the gate's name: the kernel's wake needs its grant on a strict runtime
-        (ADR 0117 D5); any other answer must echo the parked viewDigest exactly (D1)."""
-        condition = state.suspended_on or {}
-        if event_type == TIMER_FIRED and "wakeAt" in condition:
-            if self.security.strict and not options.system:
-                raise ResumeRefusedError("timer-wake-not-system",
-                                         "a TIMER_FIRED without the runtime's system grant (strict)")
-            return  # the timer's wake is exempt from the digest
-        if "viewDigest" in condition:
-            echoed = answer.get("viewDigest") if isinstance(answer, dict) else None
-            if type(echoed) is not str or echoed != condition["viewDigest"]:
-                raise ResumeRefusedError("view-digest-mismatch",
-                                         "the answer does not echo the viewDigest of the proposal this gate parked on")
-
-    def authenticate(self, execution_id: str, state: State, events: list[Event], event_type: str, answer: JSON,
-                     options: ResumeOptions, operation: dict[str, JSON] | None = None) -> Verdict | None:
-        """Identity, before shape (ADR 0077 D3): the authenticator sees exactly what the
-        caller sent, bound to the park it answers (ADR 0117 D2), to the operation (None: a
-        plain resume) and to the incarnation (spec/signing.md section 10)."""
-        authenticator = self.security.authenticator
-        if authenticator is None or not authenticator.applies_to(event_type):
-            return None
-        parked_at = self.locate_park(execution_id, events)
-        if parked_at is None:
-            raise ResumeRefusedError("park-not-located", "the EXECUTION_SUSPENDED this approval answers is no "
-                                                         "longer in the log; an approval is never bound to the tip")
-        context = {"executionId": execution_id, "parkedAtSequence": parked_at, "principal": options.principal,
-                   "operation": operation or {"type": "resume"}, "incarnation": self.incarnation(execution_id)}
-        verdict = authenticator.verify(options.event(event_type, answer), context)
-        if verdict.status == "rejected":
-            raise ResumeRefusedError("unauthenticated", f"the approval was rejected: {verdict.reason}")
-        return verdict if verdict.status == "granted" else None
-
-    def shape_answer(self, program: FlowProgram, state: State, event_type: str, answer: JSON) -> JSON:
-        """What is recorded: the timer's wake as exactly {wakeAt} from the parked condition
-        (ADR 0117 D5: no caller field reaches the flow), else the parsed answer (ADR 0077)."""
-        condition = state.suspended_on or {}
-        if event_type == TIMER_FIRED and "wakeAt" in condition:
-            return {"wakeAt": condition["wakeAt"]}
-        return self.parse_answer(program, event_type, answer)
-
-    @staticmethod
-    def record_grant(append: Appender, grant: Verdict | None) -> None:
-        if grant is not None:
-            append(APPROVAL_GRANTED, grant.evidence())  # ADR 0117 D2: who approved, as evidence
-
-    @staticmethod
-    def parse_answer(program: FlowProgram, event_type: str, answer: JSON) -> JSON:
-        """ADR 0077: a declared shape is parsed after identity and before the append;
-        the parsed value is what is recorded. No entry: the payload as sent (D2)."""
-        schema = program.resume_schema(event_type)
-        if schema is None:
-            return answer
-        parsed = parse(schema, answer)
-        if isinstance(parsed, Invalid):
-            raise ResumePayloadValidationError("invalid-payload", f"field {parsed.field}: {parsed.message}")
-        return parsed.value
-
-    def check_answer(self, state: State, answer: JSON) -> None:
-        """At an in-doubt park only a verdict for the parked step is an answer."""
-        if state.parked_on == IN_DOUBT_GATE:
-            step_id = (state.suspended_on or {}).get("stepId")
-            if not isinstance(step_id, str) or not is_verdict_for(answer, step_id):
-                raise ResumePayloadValidationError(
-                    "not-a-verdict", f"an in-doubt park of step {step_id!r} takes "
-                                     f"{{stepId: {step_id!r}, resolution: succeeded|failed|retry-fresh, output?}}")
-
-    def record_answer(self, append: Appender, state: State, answer: JSON) -> None:
-        if state.parked_on == IN_DOUBT_GATE:
-            # The verdict answers ONE park, of one attempt of one step: a decision, not an entry.
-            condition = state.suspended_on or {}
-            decision_id = indoubt_decision_id(str(condition.get("stepId")), int(condition.get("attempt") or 1))
-            append("DECISION_RECORDED", {"decisionId": decision_id, "choice": answer, "source": "operator"})
-            append("EXECUTION_RESUMED", None)
-        else:
-            append("EXECUTION_RESUMED", answer)  # the payload IS that gate's answer
 
     def recover(self, execution_id: str) -> Driven:
         state, events = self._existing(execution_id)
@@ -616,36 +331,5 @@ class Runtime:
         if type(flow_id) is not str or flow_id not in self.flows:
             raise FlowDefinitionError("unknown-flow", f"flow {flow_id!r:.80} is not registered here")
 
-    def _plain_payload(self, payload: JSON, options: ResumeOptions | None = None) -> JSON:
-        """The payload as a store hands it back, and the options it travels with checked alike:
-        a transformState's value becomes migratedInput, a proof goes to the authenticator."""
-        options = options or ResumeOptions()
-        self.ingress([options.proof, options.principal, options.discard_legacy_answers, options.transform_state],
-                     "the resume options", ResumePayloadValidationError, "invalid-payload", "payload-too-large")
-        return self.ingress(payload, "the payload", ResumePayloadValidationError, "invalid-payload",
-                            "payload-too-large")
 
-    def ingress(self, value: JSON, what: str, error: type[KernelRefusal], not_json: str, too_large: str) -> JSON:
-        """A caller's value as a store hands it back, or a typed refusal before anything is appended."""
-        return bounded(lambda: to_plain_json(value, self.max_depth, self.max_bytes), what, error, not_json, too_large)
-
-
-def is_kernel_type(event_type: object) -> bool:
-    """Own names only, and only strings: a list or an object names no type (it is not hashable)."""
-    return type(event_type) is str and event_type in kernel_event_types()
-
-
-def bounded(check: Callable[[], JSON], what: str, error: type[KernelRefusal], not_json: str, too_large: str) -> JSON:
-    """Ingress (ADR 0077 Context: "Once appended it is a permanent fold input"): the value `check`
-    returns, or a typed refusal before anything is appended. `too_large` past the reference's
-    bounds (reference/limits.py, a profile choice), `not_json` for what no store holds."""
-    try:
-        return check()
-    except TooLarge as exc:
-        raise error(too_large, f"{what}: {exc}; the reference takes at most {MAX_DEPTH} levels of nesting "
-                               f"and {MAX_BYTES} bytes of JSON (spec/profiles.toml, ingress-limits)") from None
-    except NotJson as exc:
-        raise error(not_json, f"{what} is not storable: {exc}") from None
-
-
-__all__ = ["Runtime", "KernelRefusal", "Driven", "ConfigError", "ResumeOptions"]
+__all__ = ["Appender", "Driven", "Runtime"]
