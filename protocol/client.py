@@ -1,261 +1,27 @@
-"""The stdio transport: a driver (contract/driver.py) that runs an implementation
-as a child process and speaks the driver protocol to it (docs/protocol.md).
-
-The child is untrusted. Whatever it does (hang, die, exit leaving a process it
-started holding its pipes, write garbage or another encoding than UTF-8, answer
-the wrong request or too deeply, write a line without end, flood stdout or
-stderr with lines or bytes, change its hello) becomes an `ImplementationFailed`
-with a `reason`, never a hang, a traceback of the harness, or memory without
-bound: every wait has a timeout, and what is read unasked is bounded. The
-process is then killed; the next call starts a new one, within a budget of
-restarts, after which the run stops (`RunAborted`) and its report says it is
-partial."""
+"""The stdio transport: a driver (contract/driver.py) that runs an untrusted implementation as
+a child process (protocol/child.py) and speaks the driver protocol to it. Whatever the child
+does becomes an `ImplementationFailed` with a reason, never a hang nor a traceback of the
+harness: docs/protocol.md, "What the harness does when a program misbehaves"."""
 
 from __future__ import annotations
 
 import os
-import queue
-import select
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
-import threading
 import time
-from collections import deque
-from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from loomcheck.contract.driver import JSON, Outcome
 from loomcheck.contract.jsondata import ENVELOPE
 from loomcheck.contract.session import ImplementationFailed, RunAborted
 from loomcheck.protocol import wire
+from loomcheck.protocol.child import HELD, ChildProcess, Fault, Limits
 from loomcheck.protocol.messages import OUTCOMES, PROTOCOL
 
-MiB = 1024 * 1024
-CHUNK = 64 * 1024     # bytes read from a pipe at once: what a pipe's buffer holds
-POLL_SECONDS = 0.1    # how often a wait looks up from its queue: a reader told to stop, a leader gone
 FOLLOW_SECONDS = 0.2  # after a line that answers nothing: whether more come, unasked (a flood)
-HELD = "a process it started holds its stdout (its process group is killed)"
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What the harness tolerates from a child (the command line's --timeout, --max-line, --restarts)."""
-
-    timeout: float = 30.0          # seconds for one answer
-    max_line: int = 64 * MiB       # bytes in one line
-    restarts: int = 3              # new processes after the first, per run
-    stderr_lines: int = 20         # kept for a crash report
-    pending_lines: int = 1_000     # unread lines on stdout before it is a flood
-    pending_bytes: int | None = None  # unread bytes on stdout before it is a flood; None: twice max_line
-    max_depth: int = 256           # arrays/objects an answer may nest, itself included (docs/protocol.md)
-    max_values: int = 1_000_000    # JSON values in one answer
-    hello_timeout: float = 60.0    # a slow start (an interpreter, a JIT) is not a hang
-    exit_grace: float = 0.5        # seconds the last lines of a leader that exited may take to arrive
-
-    @property
-    def pending_bound(self) -> int:
-        return self.pending_bytes if self.pending_bytes is not None else 2 * self.max_line
-
-
-@dataclass
-class Fault:
-    reason: str
-    detail: str
-
-
-class _Process:
-    """One child: its pipes, a reader thread per stream, and nothing else. The readers
-    own stdout and stderr (they close them; closing a pipe a reader is blocked on
-    would wait for the reader, forever if a process the child started holds the
-    pipe); the caller owns stdin, written without blocking."""
-
-    def __init__(self, argv: list[str], env: dict[str, str], limits: Limits) -> None:
-        self.limits = limits
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=env, start_new_session=True,  # its own group: a kill reaches its children
-                                     bufsize=0)  # raw pipes: nothing buffered that a close would have to flush
-        assert self.proc.stdin is not None
-        os.set_blocking(self.proc.stdin.fileno(), False)
-        self.lines: queue.Queue[bytes | Fault] = queue.Queue()
-        self.stderr: deque[str] = deque(maxlen=limits.stderr_lines)
-        self.stopping = threading.Event()
-        self._unread = threading.Lock()
-        self.unread_bytes = 0  # in lines queued and not taken
-        self.unread_lines = 0
-        self.peak_unread = 0
-        self.bytes_read = 0
-        self.stdout_reader = threading.Thread(target=self._read_stdout, daemon=True)
-        self.stdout_reader.start()
-        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
-        self._stderr_reader.start()
-
-    # -- the readers' side -------------------------------------------------------------
-    def _chunks(self, stream: Any) -> Iterator[bytes]:
-        """What the pipe holds, chunk by chunk, until its end or until told to stop; then it is closed."""
-        fd = stream.fileno()
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        try:
-            while not self.stopping.is_set():
-                if not poller.poll(POLL_SECONDS * 1000):
-                    continue
-                try:
-                    chunk = os.read(fd, CHUNK)
-                except OSError:
-                    return
-                if not chunk:
-                    return
-                yield chunk
-        finally:
-            stream.close()
-
-    def _read_stdout(self) -> None:
-        with closing(self._chunks(self.proc.stdout)) as chunks:
-            self._lines_of(chunks)
-
-    def _lines_of(self, chunks: Iterator[bytes]) -> None:
-        partial = bytearray()
-        for chunk in chunks:
-            self.bytes_read += len(chunk)
-            start = 0
-            while (end := chunk.find(b"\n", start)) >= 0:
-                line = bytes(partial) + chunk[start:end + 1] if partial else chunk[start:end + 1]
-                partial.clear()
-                start = end + 1
-                if len(line) - 1 > self.limits.max_line:
-                    return self._oversized(line)
-                if not self._enqueue(line):
-                    return
-            partial += chunk[start:]
-            if len(partial) > self.limits.max_line:
-                return self._oversized(bytes(partial[:80]))
-        if partial and not self._enqueue(bytes(partial)):  # a last line without its end
-            return
-        self.lines.put(Fault("crash", "closed its stdout"))
-
-    def _oversized(self, line: bytes) -> None:
-        self.lines.put(Fault("oversized", f"wrote a line longer than {self.limits.max_line} bytes "
-                                          f"(--max-line); it begins {line[:80]!r}"))
-
-    def _enqueue(self, line: bytes) -> bool:
-        """Queue a line, or a flood and False when the unread lines would pass a bound: the
-        reader then stops reading, so a child cannot make the harness hold more."""
-        bound = self.limits.pending_bound
-        with self._unread:
-            if self.unread_lines >= self.limits.pending_lines:
-                problem = f"wrote more than {self.limits.pending_lines} lines nobody asked for"
-            elif self.unread_lines and self.unread_bytes + len(line) > bound:
-                problem = f"wrote more than {bound} bytes nobody asked for (the bound on unread output)"
-            else:
-                self.unread_lines += 1
-                self.unread_bytes += len(line)
-                self.peak_unread = max(self.peak_unread, self.unread_bytes)
-                self.lines.put(line)
-                return True
-        self.lines.put(Fault("flood", problem))
-        return False
-
-    def _read_stderr(self) -> None:
-        partial = b""
-        with closing(self._chunks(self.proc.stderr)) as chunks:
-            for chunk in chunks:
-                *complete, partial = (partial[-8192:] + chunk).split(b"\n")
-                for raw in complete[-self.limits.stderr_lines:]:
-                    self.stderr.append(raw.decode("utf-8", "replace")[:300])
-        if partial:
-            self.stderr.append(partial[-8192:].decode("utf-8", "replace")[:300])
-
-    # -- the caller's side -------------------------------------------------------------
-    def send(self, line: bytes, timeout: float) -> bool:
-        """Write a request; False if the child did not read it within `timeout` (a full pipe
-        would block a plain write forever). OSError when stdin is closed."""
-        assert self.proc.stdin is not None
-        fd = self.proc.stdin.fileno()
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT)
-        view = memoryview(line)
-        end = time.monotonic() + timeout
-        while view:
-            left = end - time.monotonic()
-            if left <= 0:
-                return False
-            if poller.poll(min(left, POLL_SECONDS) * 1000):
-                try:
-                    view = view[os.write(fd, view):]
-                except BlockingIOError:
-                    pass
-        return True
-
-    def pending(self) -> bool:
-        return not self.lines.empty()
-
-    def take(self, timeout: float) -> bytes | Fault | None:
-        """The next line (or the fault that ended the reader) within `timeout`, else None.
-        A leader that exited is a crash even while a process it started keeps stdout open."""
-        end = time.monotonic() + timeout
-        exited: float | None = None
-        while True:
-            left = end - time.monotonic()
-            try:
-                item = self.lines.get(timeout=max(0.0, min(left, POLL_SECONDS)))
-            except queue.Empty:
-                if left <= POLL_SECONDS:
-                    return None
-                if exited is None and self.proc.poll() is not None:
-                    exited = time.monotonic()  # its last lines may still be in the pipe
-                elif exited is not None and time.monotonic() - exited >= self.limits.exit_grace:
-                    return Fault("crash", HELD)
-                continue
-            if isinstance(item, bytes):
-                with self._unread:
-                    self.unread_lines -= 1
-                    self.unread_bytes -= len(item)
-            return item
-
-    def kill(self) -> None:
-        """SIGKILL to the whole group: no cleanup, as a machine losing power would do to it.
-        The group outlives its leader while a process it started lives, so it is killed
-        even when the leader is already dead (the group's id cannot be reused meanwhile)."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:  # the group is empty
-            pass
-        except PermissionError:
-            if self.proc.poll() is None:
-                self.proc.kill()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover - a zombie the kernel will not reap
-            pass
-        self.stopping.set()  # the readers close their pipes within POLL_SECONDS, whoever else holds them
-        try:
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-        except OSError:
-            pass
-
-    def exit_status(self) -> str:
-        try:
-            code = self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            return "still running"
-        if code < 0:
-            try:
-                return f"killed by {signal.Signals(-code).name}"
-            except ValueError:
-                return f"killed by signal {-code}"
-        return f"exit status {code}"
-
-    def stderr_tail(self) -> str:
-        # Let the reader catch the last lines of a dying process: it ends at the pipe's end,
-        # at once for a process already dead (a sleep here cost every deliberate kill 50 ms).
-        self._stderr_reader.join(timeout=0.05)
-        lines = list(self.stderr)
-        return ("; last lines of stderr:\n    " + "\n    ".join(lines)) if lines else "; stderr was empty"
 
 
 @dataclass
@@ -283,7 +49,7 @@ class StdioDriver:
         self.deadline = deadline
         self.validator = _validator() if validate else None
         self.store_dir = tempfile.mkdtemp(prefix="loomcheck-stdio-")  # LOOMCHECK_STORE_DIR: durable kernels keep their store here
-        self.process: _Process | None = None
+        self.process: ChildProcess | None = None
         self.first_hello: dict[str, JSON] | None = None
         self.next_id = 1
         self.restarts_left = limits.restarts
@@ -296,7 +62,7 @@ class StdioDriver:
         self.transcript: list[tuple[int, str, bytes]] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
-    def _ensure(self) -> _Process:
+    def _ensure(self) -> ChildProcess:
         if self.process is not None:
             if self.process.proc.poll() is None:
                 return self.process
@@ -314,7 +80,7 @@ class StdioDriver:
     def _launch(self) -> None:
         env = {**os.environ, **self.env, "LOOMCHECK_STORE_DIR": self.store_dir}
         try:
-            self.process = _Process(self.argv, env, self.limits)
+            self.process = ChildProcess(self.argv, env, self.limits)
         except OSError as exc:
             hint = f" ({self.argv[0]!r} is not a file here, nor on PATH)" if isinstance(exc, FileNotFoundError) else ""
             raise ImplementationFailed("start", f"cannot run {self.command!r}: {exc.strerror or exc}{hint}", "crash") from None
@@ -380,7 +146,7 @@ class StdioDriver:
             self.lost = None
         return self._exchange({"op": op, **fields}, self.limits.timeout, process)
 
-    def _exchange(self, message: dict[str, JSON], timeout: float, process: _Process | None = None) -> JSON:
+    def _exchange(self, message: dict[str, JSON], timeout: float, process: ChildProcess | None = None) -> JSON:
         process = process or self.process
         assert process is not None
         ident = self.next_id
@@ -434,7 +200,7 @@ class StdioDriver:
             raise RunAborted("deadline", "the run's deadline passed")
         return min(timeout, left)
 
-    def _no_answer(self, process: _Process, label: str, limit: float, written: bool) -> Any:
+    def _no_answer(self, process: ChildProcess, label: str, limit: float, written: bool) -> Any:
         if self.deadline is not None and time.monotonic() >= self.deadline:
             process.kill()
             self.process = None
@@ -442,14 +208,14 @@ class StdioDriver:
         what = "no answer to" if written else "did not read"
         self._fault("hang", f"{what} {label} within {limit:g} s (--timeout)", label)
 
-    def _stray(self, process: _Process, item: bytes | Fault | None, label: str) -> Any:
+    def _stray(self, process: ChildProcess, item: bytes | Fault | None, label: str) -> Any:
         """Something came while nobody asked: a line is a flood, the end of stdout a crash."""
         if isinstance(item, Fault) and item.reason == "crash":
             self._fault("crash", f"exited before {label} was sent ({process.exit_status()}){process.stderr_tail()}",
                         label)
         self._fault("flood", f"wrote {_what(item)} before {label} was sent: nobody asked for it", label)
 
-    def _answer(self, process: _Process, line: bytes, ident: int, label: str) -> dict[str, JSON]:
+    def _answer(self, process: ChildProcess, line: bytes, ident: int, label: str) -> dict[str, JSON]:
         """The response to request `ident`. A line that answers nothing and is followed by
         more, unasked, is a flood (a program printing forever), not one wrong answer."""
         try:

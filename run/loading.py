@@ -92,7 +92,8 @@ def resolve_factory(spec: str, transport: TransportOptions | None = None) -> Cal
     check_spec(spec)
     spec = peer_target(spec)
     if spec.startswith("stdio:"):
-        from loomcheck.protocol.client import Limits, StdioDriver
+        from loomcheck.protocol.child import Limits
+        from loomcheck.protocol.client import StdioDriver
 
         options = transport or TransportOptions()
         limits = Limits(timeout=options.timeout, max_line=options.max_line, restarts=options.restarts)
@@ -158,7 +159,8 @@ def killable(spec: str, transport: TransportOptions | None = None) -> Any:
     process of its own."""
     import shlex
 
-    from loomcheck.protocol.client import Limits, StdioDriver
+    from loomcheck.protocol.child import Limits
+    from loomcheck.protocol.client import StdioDriver
 
     check_spec(spec)
     spec = peer_target(spec)

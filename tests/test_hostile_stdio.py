@@ -23,7 +23,7 @@ import pytest
 
 from loomcheck.cli import main
 from loomcheck.protocol import wire
-from loomcheck.protocol.client import CHUNK, Fault, Limits, _Process
+from loomcheck.protocol.child import CHUNK, ChildProcess, Fault, Limits
 from loomcheck.reports.model import Report
 from interrupting import interrupt, running
 
@@ -193,7 +193,7 @@ def test_unread_bytes_are_bounded_and_the_reader_stops(tmp_path: Path, pids: Pid
     program = tmp_path / "byte-flood.py"
     program.write_text(PRELUDE + BYTE_FLOOD, encoding="utf-8")
     limits = Limits(max_line=MAX_LINE)
-    process = _Process([sys.executable, "-I", "-S", str(program)], dict(os.environ), limits)
+    process = ChildProcess([sys.executable, "-I", "-S", str(program)], dict(os.environ), limits)
     try:
         process.stdout_reader.join(timeout=WATCHDOG_SECONDS)  # it stops by itself, at the bound
         assert not process.stdout_reader.is_alive(), "the reader went on reading"
@@ -214,7 +214,7 @@ def test_unread_bytes_are_bounded_and_the_reader_stops(tmp_path: Path, pids: Pid
 def test_a_request_the_child_never_reads_is_not_a_blocked_write(tmp_path: Path, pids: Pids) -> None:
     program = tmp_path / "deaf.py"
     program.write_text(PRELUDE + "time.sleep(60)\n", encoding="utf-8")
-    process = _Process([sys.executable, "-I", "-S", str(program)], dict(os.environ), Limits())
+    process = ChildProcess([sys.executable, "-I", "-S", str(program)], dict(os.environ), Limits())
     try:
         assert process.send(b"[" * (4 * 1024 * 1024) + b"\n", 0.5) is False  # far more than a pipe holds
     finally:
