@@ -38,7 +38,8 @@ from loomcheck.contract import interrupts
 from loomcheck.run.loading import ImplementationSpecError, check_spec, resolve_factory
 from loomcheck.run.replay import replay
 from loomcheck.contract.script import describe, from_model
-from loomcheck.contract.session import ImplementationFailed, Session, hello_of
+from loomcheck.contract.boundary import ImplementationFailed
+from loomcheck.contract.session import Session, hello_of
 from loomcheck.run.manifest import Manifest
 from loomcheck.reports.model import InvariantRecord, Report
 from loomcheck.spec.catalogue import export_json, load_catalogue
@@ -452,7 +453,7 @@ def _repro(args: argparse.Namespace, console: Console) -> int:
 
 def _made(impl: str) -> object:
     """The factory's driver; whatever the factory raises (SystemExit too) is a one-line tool error, exit 3."""
-    from loomcheck.contract.session import guarded
+    from loomcheck.contract.boundary import guarded
 
     factory = resolve_factory(impl)
     try:

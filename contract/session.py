@@ -1,27 +1,21 @@
-"""A session applies operations to one implementation and records what every
-check needs: the outcome, the execution's log before and after, its state and
-(with the "fold" feature) its own fold of the new log.
-
-The implementation is untrusted: anything it raises, whatever its class, or
-returns in the wrong shape or as what is not JSON data, becomes an
-`ImplementationFailed` naming the operation, never a crash of the harness nor
-a stop of the run; what the harness hands it is a copy (contract/jsondata.py).
-Only the user's signal stops a run (contract/interrupts.py)."""
+"""A session applies operations to one implementation and records what every check needs: the
+outcome, the execution's log before and after, its state and (with the "fold" feature) its own
+fold of the new log. Every call crosses the driver boundary (contract/boundary.py); what the
+harness hands the implementation is a copy (contract/jsondata.py)."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from pydantic import ValidationError
 
-from loomcheck.contract import interrupts
+from loomcheck.contract.boundary import ImplementationFailed, guarded, outcome_of
 from loomcheck.contract.driver import JSON, Driver, Hello, Outcome
-from loomcheck.contract.jsondata import BOUNDS, NotJsonData, handed, plain
+from loomcheck.contract.jsondata import BOUNDS, handed, plain
 from loomcheck.contract.needs import Undeclared, operations_need
 from loomcheck.contract.proofs import with_own_proof
-from loomcheck.contract.shown import brief, shown_exception
+from loomcheck.contract.shown import brief
 from loomcheck.contract.script import (
     AdvanceClock,
     Configure,
@@ -43,29 +37,6 @@ from loomcheck.spec.canonical import CanonicalError
 from loomcheck.spec.names import CLOCK_START_MS
 from loomcheck.spec.versions import code_version, pinned_version
 from loomcheck.spec.programs import FlowProgram
-
-
-class ImplementationFailed(Exception):
-    """The implementation raised, or answered with something that is not data.
-    `reason` names a fault of its process (hang, crash, garbage, wrong-id, oversized,
-    flood, bad-hello, lying-hello, invalid-message: docs/protocol.md), None otherwise."""
-
-    def __init__(self, operation: str, detail: str, reason: str | None = None) -> None:
-        super().__init__(f"{operation}: {detail}")
-        self.operation = operation
-        self.detail = detail
-        self.reason = reason
-
-
-class RunAborted(BaseException):
-    """The run must stop: its deadline passed or the implementation's budget of restarts
-    is spent. A BaseException, like KeyboardInterrupt, so no check mistakes it for a
-    finding about the example at hand; the runner writes a partial report."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason  # deadline, restarts, suite, or interrupted (the user's signal)
-        self.detail = detail
 
 
 @dataclass
@@ -129,40 +100,6 @@ def _hello_data(raw: Any) -> Any:
     if isinstance(raw, Hello):
         raw = {name: getattr(raw, name) for name in Hello.model_fields}
     return plain(raw)
-
-
-def guarded(label: str, call: Callable[[], Any], shape: Callable[[Any], Any] | None = None,
-            deadline: float | None = None) -> Any:
-    """The driver boundary: `call()` (and `shape` of what it returns, which may meet the
-    implementation's code too) with every exception turned into the implementation's
-    finding, whatever its class: SystemExit, GeneratorExit and KeyboardInterrupt
-    included. Only the user's signal, seen by flag (contract/interrupts.py), stops the run:
-    before the call, and after one that failed, which may have failed of it (a stdio kernel
-    in the same process group dies of the same Ctrl-C)."""
-    checkpoint(deadline)
-    try:
-        with interrupts.DRIVER_CALL:
-            raw = call()
-            return raw if shape is None else shape(raw)
-    except RunAborted:
-        raise  # the transport's deadline, restart budget or own defect
-    except ImplementationFailed:
-        checkpoint()
-        raise  # a transport's own finding, with its reason
-    except NotJsonData as bad:
-        checkpoint()
-        raise ImplementationFailed(label, f"answered with what is not JSON data: {bad}", "invalid-message") from None
-    except BaseException as exc:  # noqa: BLE001 - the implementation is untrusted, whatever it raises
-        checkpoint()
-        raise ImplementationFailed(label, f"raised {shown_exception(exc)}") from None
-
-
-def checkpoint(deadline: float | None = None) -> None:
-    """Stop the run here if the user asked (SIGINT, SIGTERM) or its deadline passed."""
-    if interrupts.requested() is not None:
-        raise RunAborted("interrupted", interrupts.describe())
-    if deadline is not None and time.monotonic() > deadline:
-        raise RunAborted("deadline", "the run's deadline passed")
 
 
 class Session:
@@ -382,21 +319,6 @@ class Session:
 
     def _call(self, label: str, call: Callable[[], Any], shape: Callable[[Any], Any] | None = None) -> Any:
         return guarded(label, call, shape, self.deadline)
-
-
-def outcome_of(label: str, raw: Any) -> Outcome:
-    """An Outcome built afresh from what the implementation returned (an Outcome, a subclass,
-    or {ok, error, reason, message, crashed}), its fields checked: read inside the guard."""
-    if isinstance(raw, Outcome):
-        raw = {name: getattr(raw, name) for name in ("ok", "error", "reason", "message", "crashed")}
-    elif not isinstance(raw, dict):
-        raise ImplementationFailed(label, f"returned {brief(raw)}, not an Outcome")
-    fields = plain(raw)
-    ok, error, reason, message = fields.get("ok"), fields.get("error"), fields.get("reason"), fields.get("message")
-    if not isinstance(ok, bool) or not all(x is None or isinstance(x, str) for x in (error, reason)):
-        raise ImplementationFailed(label, f"returned {brief(fields)}, not an Outcome")
-    text = message if isinstance(message, str) else "" if message is None else brief(message, 200)
-    return Outcome(ok=ok, error=error, reason=reason, message=text, crashed=bool(fields.get("crashed")))
 
 
 def _version_of(program: dict[str, JSON]) -> str | None:

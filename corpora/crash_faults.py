@@ -23,7 +23,8 @@ from typing import Any, Iterator
 
 from loomcheck.contract.needs import operations_need
 from loomcheck.contract.script import Define, Kill, Operation, Recover, RecoverAbandoned, Resume, Start
-from loomcheck.contract.session import ImplementationFailed, Session, Step, Trace
+from loomcheck.contract.boundary import ImplementationFailed
+from loomcheck.contract.session import Session, Step, Trace
 from loomcheck.corpora.result import CorpusResult
 from loomcheck.properties.crashes import SURVIVE
 from loomcheck.properties.registry import Violation

@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from loomcheck.contract.script import Define, Start
-from loomcheck.contract.session import ImplementationFailed, Session
+from loomcheck.contract.boundary import ImplementationFailed
+from loomcheck.contract.session import Session
 from loomcheck.contract.jsonvalues import show
 from loomcheck.corpora.result import CorpusResult
 from loomcheck.properties.registry import Violation

@@ -11,7 +11,8 @@ from typing import Callable, Iterator, TypeVar
 from loomcheck.fuzz.hostile import ALL, CATEGORIES
 from loomcheck.contract.needs import Undeclared
 from loomcheck.contract.script import Define, Operation, Resume, Start
-from loomcheck.contract.session import ImplementationFailed, Session, Step, Trace
+from loomcheck.contract.boundary import ImplementationFailed
+from loomcheck.contract.session import Session, Step, Trace
 from loomcheck.properties.folding import differences, observable
 from loomcheck.contract.logview import answers_gate, final_moment
 from loomcheck.corpora.result import CorpusResult, gated

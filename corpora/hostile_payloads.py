@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from loomcheck.fuzz.hostile import payloads
 from loomcheck.contract.script import Define, Resume, Start
-from loomcheck.contract.session import ImplementationFailed, Session, Step
+from loomcheck.contract.boundary import ImplementationFailed
+from loomcheck.contract.session import Session, Step
 from loomcheck.corpora.result import CorpusResult
 from loomcheck.properties.registry import Violation
 from loomcheck.properties.checks import check_step

@@ -19,7 +19,8 @@ from loomcheck.fleet.generate import fixed_cases, generated_case
 from loomcheck.fleet.case_replay import answers_of, replay_case
 from loomcheck.contract.script import Define, Load, Operation, Recover, Resume, ResumeAs, Start
 from loomcheck.contract.needs import Undeclared, operations_need
-from loomcheck.contract.session import ImplementationFailed, Session, Step
+from loomcheck.contract.boundary import ImplementationFailed
+from loomcheck.contract.session import Session, Step
 from loomcheck.corpora.result import CorpusResult
 from loomcheck.corpora.legacy_scenarios import HUMAN, NEW_PARK, OLD_PARK, PAIR, START, REPARKED, _warned, events
 from loomcheck.properties.registry import Violation

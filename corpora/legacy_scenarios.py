@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator
 
 from loomcheck.contract.script import Configure, Define, Load, Recover, Restart, Resume, Start
-from loomcheck.contract.session import ImplementationFailed, Session, Step
+from loomcheck.contract.boundary import ImplementationFailed
+from loomcheck.contract.session import Session, Step
 from loomcheck.contract.shown import brief
 from loomcheck.corpora.result import CorpusResult, gated
 from loomcheck.properties.registry import Violation

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from loomcheck.contract.script import Define, Resume, Start
-from loomcheck.contract.session import ImplementationFailed, Session
+from loomcheck.contract.boundary import ImplementationFailed
+from loomcheck.contract.session import Session
 from loomcheck.corpora.result import CorpusResult
 from loomcheck.properties.registry import Violation
 from loomcheck.properties.checks import check_step

@@ -29,7 +29,8 @@ from typing import Callable, Iterable, Literal
 
 from loomcheck.explore.alphabet import Scenario
 from loomcheck.contract.script import Operation
-from loomcheck.contract.session import ImplementationFailed, Session, Step, Trace
+from loomcheck.contract.boundary import ImplementationFailed
+from loomcheck.contract.session import Session, Step, Trace
 from loomcheck.properties.registry import Violation
 from loomcheck.properties.checks import check_step
 

@@ -51,7 +51,8 @@ from loomcheck.contract import proofs
 from loomcheck.contract.signing import covers
 from loomcheck.spec.names import TIMER_FIRED
 from loomcheck.spec.names import IN_DOUBT_GATE
-from loomcheck.contract.session import ImplementationFailed, Session
+from loomcheck.contract.boundary import ImplementationFailed
+from loomcheck.contract.session import Session
 from loomcheck.machine import strategies as s
 from loomcheck.properties.registry import Violation
 from loomcheck.properties.checks import check_step

@@ -16,7 +16,7 @@ from typing import Any
 
 from loomcheck.contract.driver import JSON, Outcome
 from loomcheck.contract.jsondata import ENVELOPE
-from loomcheck.contract.session import ImplementationFailed, RunAborted
+from loomcheck.contract.boundary import ImplementationFailed, RunAborted
 from loomcheck.protocol import wire
 from loomcheck.protocol.child import HELD, ChildProcess, Fault, Limits
 from loomcheck.protocol.messages import OUTCOMES, PROTOCOL

@@ -9,7 +9,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from loomcheck.contract.session import RunAborted
+from loomcheck.contract.boundary import RunAborted
 from loomcheck.spec.files import SPEC_ROOT
 
 

@@ -24,7 +24,8 @@ from loomcheck.run.replay import (difference_violation, expectation_of, minimise
 from loomcheck.contract.script import Operation, from_model, to_json
 from loomcheck.contract.needs import operations_need
 from loomcheck.contract import interrupts
-from loomcheck.contract.session import ImplementationFailed, RunAborted, Session, checkpoint, guarded, hello_of
+from loomcheck.contract.boundary import ImplementationFailed, RunAborted, checkpoint, guarded
+from loomcheck.contract.session import Session, hello_of
 from loomcheck.contract.shown import shown_exception
 from loomcheck.corpora.view_digests import run_bound_answers
 from loomcheck.corpora.emit_witnesses import run_emit_witnesses

@@ -18,7 +18,8 @@ from loomcheck.fleet.case_replay import replay_case
 from loomcheck.contract.needs import Undeclared, operations_need
 from loomcheck.run.runner import Run, not_applicable_because
 from loomcheck.contract.script import Recover, from_model
-from loomcheck.contract.session import ImplementationFailed, Session, hello_of
+from loomcheck.contract.boundary import ImplementationFailed
+from loomcheck.contract.session import Session, hello_of
 from loomcheck.corpora.result import CorpusResult
 from loomcheck.corpora.legacy_logs import CASES, _judge, case_needs, fleet_cases, fleet_needs
 from loomcheck.spec.catalogue import load_catalogue

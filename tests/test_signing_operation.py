@@ -18,7 +18,8 @@ from loomcheck.fuzz.own_proofs import OWN_PROOF_CATEGORIES
 from loomcheck.contract import proofs
 from loomcheck.run.replay import run_operations
 from loomcheck.contract.script import Configure, Define, Resume, Start
-from loomcheck.contract.session import ImplementationFailed, Session, hello_of
+from loomcheck.contract.boundary import ImplementationFailed
+from loomcheck.contract.session import Session, hello_of
 from loomcheck.contract import signing as spec
 from loomcheck.corpora.tampered_approvals import run_tampering
 from loomcheck.protocol.server import handle
