@@ -18,7 +18,7 @@ from loomcheck.reports.model import Report
 from loomcheck.spec.catalogue import load_catalogue
 from loomcheck.spec.profiles import admissible_reasons, profile
 from loomcheck.spec.regressions import Expectation
-from permuted.kernel import hide_log, hide_state, show_log, show_state
+from permuted.view import hide_log, hide_state, show_log, show_state
 
 TESTS = Path(__file__).parent
 PASSING = {"pass", "not-applicable", "hazard", "residual", "not-reproduced"}
