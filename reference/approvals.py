@@ -134,7 +134,7 @@ def signing_input(event: dict, *, actor: str, exp: int, execution_id: str, parke
     _require(isinstance(execution_id, str) and execution_id != "", TypeError, "execution_id must be a non-empty str")
     _require(is_int(parked_at_sequence), TypeError, "parked_at_sequence must be an int")
     _require(parked_at_sequence >= 1, ValueError, "parked_at_sequence is the seq of an EXECUTION_SUSPENDED: >= 1")
-    signed = {
+    signed = {  # ADR 0117 D2: the whole event, the actor, the expiry and the one park it answers
         **signed_binding(resume_as, incarnation),  # spec/signing.md section 10
         "purpose": PURPOSE,
         "eventType": event["type"],
@@ -158,7 +158,7 @@ def sign_resume(event: dict, *, actor: str, secret: str | bytes, exp: int, execu
     plain resume, or for the resumeAs `resume_as` names ({flowId, transformState}); at the
     `incarnation`-th execution under its id (spec/signing.md section 10). Refuses a weak
     secret (WeakSecretError) and an unsignable event or missing park."""
-    key = _secret_bytes(secret)
+    key = _secret_bytes(secret)  # ADR 0117 D2: signResume refuses a weak secret too
     message = signing_input(event, actor=actor, exp=exp, execution_id=execution_id,
                             parked_at_sequence=parked_at_sequence, resume_as=resume_as, incarnation=incarnation)
     signed = json_copy(event)
@@ -209,7 +209,7 @@ def answer_approval(state: Mapping[str, JSON], decision: Mapping[str, JSON]) -> 
         raise TypeError("a decision is an object, e.g. {'approved': True}")
     payload = json_copy(dict(decision))
     if condition.get("viewDigest") is not None:
-        payload["viewDigest"] = condition["viewDigest"]
+        payload["viewDigest"] = condition["viewDigest"]  # ADR 0117 D1: echoed exactly
     return {"type": condition["on"], "payload": payload}
 
 
@@ -221,6 +221,6 @@ def parked_at_sequence(events: Iterable[Any]) -> int | None:
     for event in events:
         kind = event.get("type") if isinstance(event, Mapping) else getattr(event, "type", None)
         seq = event.get("seq") if isinstance(event, Mapping) else getattr(event, "seq", None)
-        if kind == SUSPENDED and is_int(seq) and (newest is None or seq > newest):
+        if kind == SUSPENDED and is_int(seq) and (newest is None or seq > newest):  # ADR 0117 Round 2
             newest = seq
     return newest

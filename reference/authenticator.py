@@ -128,7 +128,7 @@ class SignedResumeAuthenticator:
         or not-applicable. Never raises."""
         try:
             if isinstance(event, dict) and not self.applies_to(event.get("type")):
-                return Verdict.not_applicable()
+                return Verdict.not_applicable()  # ADR 0117 D2: gates not in gates
             return Verdict.granted(self._verified_actor(event, context), self.name)
         except _Rejected as rejection:
             return Verdict.rejected(rejection.reason)
@@ -139,37 +139,37 @@ class SignedResumeAuthenticator:
         # 1. the proof's shape. A non-dict event carries no proof: fail closed.
         proof = event.get("proof") if isinstance(event, dict) else None
         if not isinstance(proof, dict) or not isinstance(proof.get("actor"), str) or proof["actor"] == "":
-            raise _Rejected("actor-missing")
+            raise _Rejected("actor-missing")  # ADR 0117 D2: actor-less approvals are rejected
         actor: str = proof["actor"]
         signature = proof.get("signature")
         if signature is None or signature == "":
-            raise _Rejected("unsigned")
+            raise _Rejected("unsigned")  # ADR 0117 D2: so are unsigned ones
         exp = proof.get("exp")
-        if not is_int(exp):  # a bool is not a time; a string is not a number
+        if not is_int(exp):  # ADR 0117 D2: exp is required; a bool is not a time, a string not a number
             raise _Rejected("no-expiry")
         # 2. the park it answers (ADR 0117 D2: without a context, or unparked, it rejects), and the
         # operation and incarnation it is presented for (spec/signing.md section 10)
-        execution_id, parked_at = _park(context)
+        execution_id, parked_at = _park(context)  # ADR 0117 D2: one park of one execution
         resume_as, incarnation = _operation(context)
         # 3. the key, then the signature over the whole event, the park and the operation
         secrets = self._secrets_of(actor)
         if not self._signature_holds(event, signature, secrets, actor=actor, exp=exp, execution_id=execution_id,
                                      parked_at_sequence=parked_at, resume_as=resume_as, incarnation=incarnation):
-            raise _Rejected("bad-signature")
+            raise _Rejected("bad-signature")  # ADR 0117 D2: forged or tampered
         # 4. a verified proof: its expiry, its caller, the app's policy
         if self._expired(exp):
-            raise _Rejected("expired")
+            raise _Rejected("expired")  # ADR 0117 D2: exp bounds a leaked signature's life
         if self._require_actor and _principal_disagrees(context, actor):
-            raise _Rejected("actor-mismatch")
+            raise _Rejected("actor-mismatch")  # ADR 0117 D2: the signer is the caller, unless requireActor is off
         if self._authorize is not None and not self._authorized(actor, event):
-            raise _Rejected("not-authorized")
+            raise _Rejected("not-authorized")  # ADR 0117 D2: an actor authorize does not allow
         return actor
 
     def _secrets_of(self, actor: str) -> tuple[bytes, ...]:
         if self._record is not None:
             secrets = self._record.get(actor)  # a plain dict's own keys only
             if secrets is None:
-                raise _Rejected("unknown-actor")
+                raise _Rejected("unknown-actor")  # ADR 0117 D2
             return secrets
         try:
             material = self._lookup(actor)  # type: ignore[misc]
@@ -186,7 +186,7 @@ class SignedResumeAuthenticator:
     def _signature_holds(event: object, signature: object, secrets: tuple[bytes, ...], **signed: Any) -> bool:
         if not isinstance(signature, str) or not _SIGNATURE.fullmatch(signature):
             return False
-        try:
+        try:  # ADR 0117 D2: over the whole event (the override included, ADR 0104 D2) and its park
             message = signing_input(event, **signed)  # type: ignore[arg-type]
         except (TypeError, ValueError, RecursionError):  # CanonicalError is a ValueError
             return False

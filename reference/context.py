@@ -1,15 +1,7 @@
-"""The replaying flow context: what a flow's calls do on a run.
-
-A flow re-runs from the top on every resume. The context is built from the
-folded state at the start of the run and:
-- replays a step whose completion is recorded and runs (and records) one that
-  is not; a crashed attempt of an idempotent step is retried as a new attempt,
-  of a non-idempotent one is in doubt and parks for an operator's verdict;
-- passes the i-th suspend point of the run (ctx.suspend or a human step) with
-  the i-th recorded answer (ADR 0057, ADR 0104 D1), and parks at the first one
-  past the answers;
-- appends an emit, through the emit guard, unless the log holds that exact fact.
-"""
+"""The replaying flow context: what a flow's calls do on a run. Built from the folded state at
+the start of each run (a flow re-runs from the top on every resume), it replays recorded steps
+and runs the others, passes the i-th suspend point with the i-th recorded answer and parks at
+the first one past them, and appends emits through the emit guard (docs/runtime.md)."""
 
 from __future__ import annotations
 
@@ -126,14 +118,14 @@ class FlowContext:
         if "_resumePayloads" in variables:
             return variables["_resumePayloads"]
         if "_resumePayload" in variables:
-            return [variables["_resumePayload"]]
+            return [variables["_resumePayload"]]  # ADR 0057 D4: a pre-1.16 snapshot is a one-entry list
         return []
 
     def take_answer(self) -> tuple[int, JSON] | None:
         """The next entry in call order, if one is recorded."""
         answers = self.answers()
         index = self._consumed
-        if index < len(answers):
+        if index < len(answers):  # ADR 0057 D2: the i-th suspend point in call order takes entry i
             self._consumed += 1
             return index, answers[index]
         return None
@@ -149,7 +141,8 @@ class FlowContext:
         if taken is not None:
             self.passed.append(Passed(taken[0] if point is None else point, on, taken[1]))
             return taken[1]
-        condition = {k: v for k, v in (meta or {}).items() if k != "stepId"}  # only the kernel sets stepId
+        # ADR 0057 D3: a gate beyond the recorded answers parks. ADR 0104 D2: only the kernel sets stepId.
+        condition = {k: v for k, v in (meta or {}).items() if k != "stepId"}
         condition["on"] = on
         if view_digest is not None:
             condition["viewDigest"] = view_digest  # ADR 0117 D1: durable and fold-visible, no new event
@@ -200,7 +193,7 @@ class FlowContext:
         Apply the verdict for THIS attempt, or record the doubt and park (ADR 0104 D1).
         Returns ("done", output) when resolved, None for a retry-fresh."""
         verdict = self.verdict(op.id, attempt, frame)
-        if verdict is None:
+        if verdict is None:  # ADR 0104 D1: an attempt no verdict answered is in doubt, and parks
             if frame.get("inDoubtAttempt") != attempt:
                 self._append("EFFECT_INDOUBT", {"stepId": op.id, "attempt": attempt})
             raise Park({"on": IN_DOUBT_GATE, "stepId": op.id, "attempt": attempt})
@@ -220,10 +213,10 @@ class FlowContext:
         kernel's own EFFECT_INDOUBT for that attempt (ADR 0104 D1)."""
         if frame.get("inDoubtAttempt") != attempt:
             return None
-        choice = self.decisions.get(indoubt_decision_id(step_id, attempt))
+        choice = self.decisions.get(indoubt_decision_id(step_id, attempt))  # ADR 0104 D1: keyed by attempt
         if is_verdict_for(choice, step_id):
             return choice
-        # Pre-0104 fallback: the latest _resumePayload, honoured only while the
+        # ADR 0104 D1, a pre-0104 verdict: the latest _resumePayload, honoured only while the
         # step's latest EFFECT_INDOUBT fact is for the current attempt (checked above).
         legacy = self.state.variables.get("_resumePayload")
         return legacy if is_verdict_for(legacy, step_id) else None
@@ -235,11 +228,11 @@ class FlowContext:
         if frame is not None:
             self.discard_legacy(op.id)
         if frame is not None and frame.get("status") == "completed":
-            taken = self.take_answer()  # so the entry is never served to a later gate
+            taken = self.take_answer()  # ADR 0104 D1: consumed on replay, never served to a later gate
             index = point if point is not None else (taken[0] if taken else self._consumed)
             self.passed.append(Passed(index, op.on, frame.get("output")))
             return frame.get("output")
-        if frame is not None:
+        if frame is not None:  # ADR 0104 D1: a human step takes an answer only once it has parked
             taken = self.take_answer()
             if taken is not None:
                 self._append("STEP_COMPLETED", {"stepId": op.id, "output": taken[1]})
@@ -247,12 +240,12 @@ class FlowContext:
                 return taken[1]
         else:
             self._append("STEP_STARTED", {"stepId": op.id, "attempt": 1})
-        raise Park({"on": op.on, "stepId": op.id}, human=True)
+        raise Park({"on": op.on, "stepId": op.id}, human=True)  # ADR 0104 D2: the park names its step
 
     def discard_legacy(self, step_id: str) -> None:
         """ADR 0104 D2, the operator override: at this step, discard `count` entries
         before the step takes its answer, live and on every replay (once per run)."""
-        count = self.decisions.get(discard_decision_id(step_id))
+        count = self.decisions.get(discard_decision_id(step_id))  # ADR 0104 D2: the operator's override
         if type(count) is int and count > 0 and step_id not in self.discarded:
             self.discarded.add(step_id)
             self._consumed += count
@@ -266,7 +259,7 @@ class FlowContext:
         return choice
 
     def emit(self, event_type: str, payload: JSON, scope: EffectScope | None = None) -> None:
-        event_type, plain = guard(event_type, payload, self.decisions, scope)
+        event_type, plain = guard(event_type, payload, self.decisions, scope)  # ADR 0104 D1: the emit guard
         key = fact_key(event_type, plain)
         if key in self._facts:
             return

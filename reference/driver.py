@@ -135,7 +135,7 @@ class ReferenceDriver:
         if problem is not None:
             return Outcome.refused("ConfigError", "invalid-config", problem)
         try:
-            security = compose(config, self.clock.now)
+            security = compose(config, self.clock.now)  # ADR 0117 D3: strict refuses to compose without one
         except KernelRefusal as refusal:
             return Outcome.refused(refusal.error, refusal.reason, refusal.message)
         except (TypeError, ValueError) as exc:  # the authenticator's own reading of its key material
@@ -178,7 +178,7 @@ class ReferenceDriver:
             # view is never stored (only its digest is), and canonical JSON has already checked it.
             for part in ({**program, "body": None}, parsed.model_dump(exclude={"body": {"__all__": {"view"}}})):
                 to_plain_json(part, MAX_DEPTH, MAX_BYTES)
-            version = code_version(program)  # K11: the hash of the program as defined
+            version = code_version(program)  # ADR 0056 Context (K11): the hash of the program as defined
         except CanonicalError as exc:
             return Outcome.refused("FlowDefinitionError", "invalid-program", f"the program has no code version: {exc}")
         except NotJson as exc:
@@ -222,7 +222,7 @@ class ReferenceDriver:
                 self.store.put_snapshot(execution_id, seq, snapshot)
                 first = seq + 1
             entries = [(e["type"], e.get("payload")) for e in events]
-            if entries:
+            if entries:  # ADR 0077 D5: a rehydrated log is recorded as given, its answers not parsed again
                 self.store.append(execution_id, first, entries)
         except StoreError as exc:
             self.store.erase(execution_id)  # all or nothing: a snapshot without its events is no import

@@ -61,15 +61,15 @@ def _same(a: JSON, b: JSON) -> bool:
 
 def guard(event_type: str, payload: JSON, decisions: Mapping[str, JSON], scope: EffectScope | None) -> tuple[str, JSON]:
     try:
-        plain = to_plain_json(payload)  # checked == folded: no getter can change it afterwards
+        plain = to_plain_json(payload)  # ADR 0104 D1: checked == folded, no getter can change it afterwards
     except NotJson as exc:
         raise EmitRefusedError("invalid-emit", f"the payload is not plain JSON: {exc}") from None
     if event_type not in kernel_event_types():
         return event_type, plain
     rules = vocabulary().emit_guard
-    if event_type not in rules.allowed:
+    if event_type not in rules.allowed:  # ADR 0104 D1: every kernel type but the allow-list is refused
         raise EmitRefusedError("kernel-type", f"{event_type} is a kernel event type; flow and effect code may not write it")
-    if event_type == "RESOURCE_METERED":
+    if event_type == "RESOURCE_METERED":  # ADR 0104 D1: each allowed type is validated too
         problem = meter_problem(plain, rules.meter_ceilings)
         if problem:
             raise EmitRefusedError("invalid-meter", problem)
@@ -88,14 +88,14 @@ def _decision(payload: JSON, decisions: Mapping[str, JSON], scope: EffectScope |
     if not isinstance(payload, dict) or not isinstance(payload.get("decisionId"), str):
         raise EmitRefusedError("invalid-emit", "DECISION_RECORDED needs a string decisionId")
     decision_id = payload["decisionId"]
-    if decision_id.startswith(reserved):
+    if decision_id.startswith(reserved):  # ADR 0104 D1: __loom_ ids are the kernel's
         raise EmitRefusedError("reserved-decision-id", f"{decision_id!r}: ids beginning {reserved} are the kernel's")
     if scope is not None:
-        # An effect can never pre-empt the flow's own ctx.decide; the attempt keeps a
+        # ADR 0104 D1: an effect can never pre-empt the flow's own ctx.decide; the attempt keeps a
         # crash re-run of the step from colliding with its crashed attempt.
         decision_id = f"effect:{scope.step_id}#{scope.attempt}:{decision_id}"
         payload = {**payload, "decisionId": decision_id}
-    if decision_id in decisions and not _same(decisions[decision_id], payload.get("choice")):
+    if decision_id in decisions and not _same(decisions[decision_id], payload.get("choice")):  # ADR 0104 D1
         raise EmitRefusedError("decision-conflict", f"{decision_id!r} is already recorded with another choice")
     return payload
 
@@ -103,5 +103,5 @@ def _decision(payload: JSON, decisions: Mapping[str, JSON], scope: EffectScope |
 def check_decide(decision_id: str) -> None:
     """ctx.decide refuses reserved ids before its replay lookup."""
     reserved = vocabulary().emit_guard.reserved_decision_prefix
-    if decision_id.startswith(reserved):
+    if decision_id.startswith(reserved):  # ADR 0104 D1: the verdict cannot be forged
         raise EmitRefusedError("reserved-decision-id", f"{decision_id!r}: ids beginning {reserved} are the kernel's")

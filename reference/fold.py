@@ -1,16 +1,7 @@
-"""The fold: a pure function from events to state.
-
-`fold(events, snapshot)` starts from an empty state (or a copy of a snapshot)
-and applies one handler per event. Handlers are looked up in a plain dict by
-the event's type, so a type string an outsider sends can only ever find an own
-entry: `__proto__`, `__class__`, `__init__`, `get` and friends are unknown
-types and fold as no-ops (ADR 0077, "A prototype-chain bug this surfaced").
-The handler table's keys are exactly the spec's kernel namespace
-(spec/events.toml); a test pins that.
-
-Handlers read payload fields defensively (`_field`): a log written by someone
-else may carry any JSON, and the fold must not crash on it.
-"""
+"""The fold: a pure function from events to state, one handler per event type looked up as
+an own key only, so a type string an outsider sends (`__proto__`, `get`) folds as a no-op (ADR
+0077, "A prototype-chain bug this surfaced"). Handlers read payload fields defensively: a log
+written elsewhere may carry any JSON, and the fold must not crash on it."""
 
 from __future__ import annotations
 
@@ -94,13 +85,14 @@ def _started(state: State, payload: JSON) -> None:
     flow_id = _field(payload, "flowId")
     state.flow_id = flow_id if isinstance(flow_id, str) else None
     version = _field(payload, "version")
-    state.version = version if isinstance(version, str) else None
+    state.version = version if isinstance(version, str) else None  # ADR 0056 Context: pinned to its code (K11)
     state.variables["_input"] = copy_json(_field(payload, "input"))
 
 
 def _suspended(state: State, payload: JSON) -> None:
     condition = _field(payload, "condition")
     state.status = "suspended"
+    # ADR 0117 D1: the condition is copied verbatim, so a gate's viewDigest is fold-visible.
     state.suspended_on = copy_json(condition) if isinstance(condition, dict) else {}
 
 
@@ -115,10 +107,10 @@ def _resumed(state: State, payload: JSON) -> None:
     status_only = answers_no_suspend_point(state, payload)
     state.status = "running"
     state.suspended_on = None
-    if status_only:
+    if status_only:  # ADR 0104 D3: a null that answers no suspend point is status-only
         return
     entry = copy_json(payload)
-    # ADR 0057: the ordered list, append-only; the single latest key is kept for compatibility.
+    # ADR 0057 D1: the ordered list, append-only; the single latest key is kept for compatibility.
     state.variables.setdefault("_resumePayloads", []).append(entry)
     state.variables["_resumePayload"] = copy_json(entry)
 
@@ -142,7 +134,7 @@ def _migrated(state: State, payload: JSON) -> None:
     if isinstance(to_flow, str):
         state.flow_id = to_flow  # the execution now runs on the target flow's code
     to_version = _field(payload, "toVersion")
-    state.version = to_version if isinstance(to_version, str) else None  # pinned to the target's code (K11)
+    state.version = to_version if isinstance(to_version, str) else None  # ADR 0056 Context: pinned (K11)
     entry: dict[str, JSON] = {"fromFlow": copy_json(_field(payload, "fromFlow")), "toFlow": copy_json(to_flow),
                               "fromVersion": copy_json(_field(payload, "fromVersion")),
                               "toVersion": copy_json(to_version)}
@@ -255,6 +247,7 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType({
 
 def handler_for(event_type: str, handlers: Mapping[str, Handler] = HANDLERS) -> Handler | None:
     """Own entries only: never an attribute, never an inherited name."""
+    # ADR 0077 Prototype-chain bug: a caller's type string finds an own entry or none.
     return handlers.get(event_type) if type(event_type) is str else None
 
 

@@ -38,11 +38,13 @@ class ResumeIngress:
         D3, ADR 0117 D1, D2, D5, ADR 0104 D2). The answer to record, the
         authenticator's grant and the operator's override, if any."""
         self.check_binding(state, event_type, answer, options)
+        # ADR 0077 D3: identity first; the authenticator sees exactly what the caller sent.
         grant = self.authenticate(execution_id, state, events, event_type, answer, options, operation)
         self._require_flow(flow_id)
         if pinned:
             self.check_code(state)  # the shape is the pinned code's, which must be the one registered
         discard = self.scan_legacy(execution_id, flow_id, options, grant, event_type)
+        # ADR 0077 D3: shape after identity. ADR 0077 D4: a resumeAs passes the TARGET flow.
         answer = self.shape_answer(self.flows[flow_id or ""], state, event_type, answer)
         self.check_answer(state, answer)
         return answer, grant, discard
@@ -50,12 +52,13 @@ class ResumeIngress:
     def check_resumable(self, state: State, event_type: str) -> None:
         """The ingress gate, in order: kernel namespace, parked, the parked gate's name
         (a timed park is also woken by TIMER_FIRED, ADR 0117 D5)."""
-        if is_kernel_type(event_type):
+        if is_kernel_type(event_type):  # ADR 0104 D1: a caller cannot resume with a kernel type
             raise ResumeRefusedError("kernel-namespace", f"{event_type} is a kernel event type")
         parked_on = state.parked_on
-        if parked_on is None:
+        if parked_on is None:  # ADR 0104 D4: an answer before the park is refused, not recorded
             raise ResumeRefusedError("not-suspended", f"execution is {state.status}, not parked")
         timed = "wakeAt" in (state.suspended_on or {})
+        # ADR 0104 D1: the resume names the RECORDED gate. ADR 0117 D5: a timed park is also woken by the timer.
         if event_type != parked_on and not (event_type == TIMER_FIRED and timed):
             raise ResumeRefusedError("gate-mismatch", f"execution is parked on {parked_on!r:.80}, not {event_type!r:.80}")
 
@@ -64,11 +67,11 @@ class ResumeIngress:
         (ADR 0117 D5); any other answer must echo the parked viewDigest exactly (D1)."""
         condition = state.suspended_on or {}
         if event_type == TIMER_FIRED and "wakeAt" in condition:
-            if self.security.strict and not options.system:
+            if self.security.strict and not options.system:  # ADR 0117 D5: only the timer, under strict
                 raise ResumeRefusedError("timer-wake-not-system",
                                          "a TIMER_FIRED without the runtime's system grant (strict)")
-            return  # the timer's wake is exempt from the digest
-        if "viewDigest" in condition:
+            return  # ADR 0117 D1: the timer's wake is exempt from the digest
+        if "viewDigest" in condition:  # ADR 0117 D1: the answer echoes the parked digest exactly
             echoed = answer.get("viewDigest") if isinstance(answer, dict) else None
             if type(echoed) is not str or echoed != condition["viewDigest"]:
                 raise ResumeRefusedError("view-digest-mismatch",
@@ -83,9 +86,10 @@ class ResumeIngress:
         if authenticator is None or not authenticator.applies_to(event_type):
             return None
         parked_at = self.locate_park(execution_id, events)
-        if parked_at is None:
+        if parked_at is None:  # ADR 0117 Round 2: never bound to the tip
             raise ResumeRefusedError("park-not-located", "the EXECUTION_SUSPENDED this approval answers is no "
                                                          "longer in the log; an approval is never bound to the tip")
+        # ADR 0117 D2: verified for the park it answers, by the caller's principal.
         context = {"executionId": execution_id, "parkedAtSequence": parked_at, "principal": options.principal,
                    "operation": operation or {"type": "resume"}, "incarnation": self.incarnation(execution_id)}
         verdict = authenticator.verify(options.event(event_type, answer), context)
@@ -98,24 +102,24 @@ class ResumeIngress:
         (ADR 0117 D5: no caller field reaches the flow), else the parsed answer (ADR 0077)."""
         condition = state.suspended_on or {}
         if event_type == TIMER_FIRED and "wakeAt" in condition:
-            return {"wakeAt": condition["wakeAt"]}
+            return {"wakeAt": condition["wakeAt"]}  # ADR 0117 D5: normalised, no caller field reaches the flow
         return self.parse_answer(program, event_type, answer)
 
     @staticmethod
     def parse_answer(program: FlowProgram, event_type: str, answer: JSON) -> JSON:
         """ADR 0077: a declared shape is parsed after identity and before the append;
         the parsed value is what is recorded. No entry: the payload as sent (D2)."""
-        schema = program.resume_schema(event_type)
+        schema = program.resume_schema(event_type)  # ADR 0077 D1: the registered flow's map, no body run
         if schema is None:
-            return answer
+            return answer  # ADR 0077 D2: no entry, no change
         parsed = parse(schema, answer)
         if isinstance(parsed, Invalid):
             raise ResumePayloadValidationError("invalid-payload", f"field {parsed.field}: {parsed.message}")
-        return parsed.value
+        return parsed.value  # ADR 0077 Consequences: the parsed value is what is recorded
 
     def check_answer(self, state: State, answer: JSON) -> None:
         """At an in-doubt park only a verdict for the parked step is an answer."""
-        if state.parked_on == IN_DOUBT_GATE:
+        if state.parked_on == IN_DOUBT_GATE:  # ADR 0104 D1: only a verdict answers an in-doubt park
             step_id = (state.suspended_on or {}).get("stepId")
             if not isinstance(step_id, str) or not is_verdict_for(answer, step_id):
                 raise ResumePayloadValidationError(
@@ -130,19 +134,19 @@ class ResumeIngress:
     @staticmethod
     def record_discard(append: Append, discard: Discard | None, grant: Verdict | None) -> None:
         """ADR 0104 D2: the override is itself an approval, recorded in the reserved namespace."""
-        if discard is not None and grant is not None:
+        if discard is not None and grant is not None:  # ADR 0104 D2: the override, as a reserved decision
             append("DECISION_RECORDED", {"decisionId": discard.decision_id, "choice": discard.count,
                                          "source": "operator", "rationale": {"approval": grant.evidence()}})
 
     def record_answer(self, append: Append, state: State, answer: JSON) -> None:
         if state.parked_on == IN_DOUBT_GATE:
-            # The verdict answers ONE park, of one attempt of one step: a decision, not an entry.
+            # ADR 0104 D1: the verdict answers ONE park, of one attempt of one step: a decision, not an entry.
             condition = state.suspended_on or {}
             decision_id = indoubt_decision_id(str(condition.get("stepId")), int(condition.get("attempt") or 1))
             append("DECISION_RECORDED", {"decisionId": decision_id, "choice": answer, "source": "operator"})
             append("EXECUTION_RESUMED", None)
         else:
-            append("EXECUTION_RESUMED", answer)  # the payload IS that gate's answer
+            append("EXECUTION_RESUMED", answer)  # ADR 0104 D1: the payload IS that gate's answer
 
     def _plain_payload(self, payload: JSON, options: ResumeOptions | None = None) -> JSON:
         """The payload as a store hands it back, and the options it travels with checked alike:
@@ -155,6 +159,7 @@ class ResumeIngress:
 
     def ingress(self, value: JSON, what: str, error: type[KernelRefusal], not_json: str, too_large: str) -> JSON:
         """A caller's value as a store hands it back, or a typed refusal before anything is appended."""
+        # ADR 0077 Context: once appended a payload is a permanent fold input, so it is bounded first.
         return bounded(lambda: to_plain_json(value, self.max_depth, self.max_bytes), what, error, not_json, too_large)
 
 

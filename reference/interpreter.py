@@ -44,13 +44,13 @@ def parallel(ctx: FlowContext, op: ParallelOp) -> list[JSON]:
     (rejected a tick later), else the first called (ADR 0104 D1, parallel)."""
     results: list[JSON] = []
     parks: list[Park] = []
-    for branch in op.branches:
+    for branch in op.branches:  # ADR 0104 D1: suspend points take answers in call order
         try:
             results.append(call(ctx, branch))
         except Park as park:
             parks.append(park)
     if parks:
-        raise next((p for p in parks if p.human), parks[0])
+        raise next((p for p in parks if p.human), parks[0])  # ADR 0104 D1: a human step's park first
     return results
 
 
@@ -67,7 +67,7 @@ def run_program(program: FlowProgram, ctx: FlowContext) -> Completed:
                 ctx.emit(OBSERVED_EVENT, {"gate": passed.index, "on": passed.on, "value": passed.value})
             ctx.observed = len(ctx.passed)
         elif isinstance(op, InputOp):
-            ctx.emit(INPUT_EVENT, {"value": ctx.input})  # the input this run was handed (ADR 0056 D2)
+            ctx.emit(INPUT_EVENT, {"value": ctx.input})  # ADR 0056 D2: the input this run was handed
         elif isinstance(op, EmitOp):
             ctx.emit(op.type, op.payload)
         elif isinstance(op, DecideOp):

@@ -46,7 +46,7 @@ class WarnMemory:
         if key in self.said:
             return False
         self.said[key] = None
-        while len(self.said) > self.limit:
+        while len(self.said) > self.limit:  # ADR 0104 D2: bounded, FIFO
             self.said.popitem(last=False)
         return True
 
@@ -124,7 +124,7 @@ class LegacyAnswers:
         """The stray scan (spec/legacy-logs.md): warn, then refuse ambiguous-legacy-answers
         unless an authenticated override resolves the step. The override to record, if any."""
         discard = parse_discard(options.discard_legacy_answers if options else None)
-        if discard is not None:
+        if discard is not None:  # ADR 0104 D2: the override is honoured only on a verified operator's event
             if event_type == TIMER_FIRED or options is None or options.system:
                 raise ResumeRefusedError("discard-on-kernel-resume", "an override is an operator's approval; "
                                          "the kernel's own resumes carry none")
@@ -132,14 +132,14 @@ class LegacyAnswers:
                 raise ResumeRefusedError("discard-unverified", "discardLegacyAnswers is honoured only on an event "
                                          "the configured ResumeAuthenticator verified, covering the override")
         verdict = self.scanned(execution_id, self.flows.get(flow_id or ""), live, fresh=discard is not None)
-        self.warn(execution_id, verdict)
+        self.warn(execution_id, verdict)  # ADR 0104 D2: replayed as written, and flagged
         ambiguous = verdict.ambiguous_steps()
         if discard is not None:
             if discard.step_id not in ambiguous:
                 raise ResumeRefusedError("discard-without-ambiguity", f"the log holds no unresolved ambiguity "
                                          f"for step {discard.step_id!r}")
             ambiguous.discard(discard.step_id)
-        if ambiguous:
+        if ambiguous:  # ADR 0104 D2: refused, not guessed; nothing appended
             raise ResumeRefusedError("ambiguous-legacy-answers", f"the answers of human step(s) "
                                      f"{', '.join(sorted(ambiguous))} cannot be told apart from pre-0104 entries; "
                                      f"inspect the log, then resume with an authenticated discardLegacyAnswers")
@@ -149,7 +149,7 @@ class LegacyAnswers:
         """R1a: feed the cached clean scanner only the new events, or scan the whole
         retained log; keep the scanner again only when its verdict is clean."""
         kinds = kinds_of(program)
-        cached = self.scans.take(execution_id)
+        cached = self.scans.take(execution_id)  # ADR 0104 R1a: the scan is incremental, not skipped
         last = self.store.next_seq(execution_id) - 1
         scanner: StrayScanner | None = None
         if cached is not None and not fresh and cached.definition is program and last >= cached.seq:
@@ -163,7 +163,7 @@ class LegacyAnswers:
         if scanner is None:
             scanner = self.full_scan(execution_id, kinds)
         verdict = scanner.verdict(live)
-        if verdict.clean and not fresh:
+        if verdict.clean and not fresh:  # ADR 0104 R1a: kept only after a clean scan
             self.scans.keep(execution_id, CachedScan(scanner, scanner.consumed, program))
         return verdict
 
@@ -187,10 +187,10 @@ class LegacyAnswers:
         try:
             yield
         except KernelRefusal:
-            self.scans.drop(execution_id)
+            self.scans.drop(execution_id)  # ADR 0104 R1a: a refusal drops the entry
             raise
 
     def warn(self, execution_id: str, verdict: Verdict) -> None:
-        for kind in verdict.warned:
+        for kind in verdict.warned:  # ADR 0104 D2: through onWarn, once per execution and verdict
             if self.warned.first_time(execution_id, kind) and self.on_warn is not None:
                 self.on_warn(warning_of(execution_id, verdict, kind))

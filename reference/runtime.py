@@ -80,7 +80,7 @@ class Runtime(ResumeIngress, LegacyAnswers, StateMigration):
     # -- flows -----------------------------------------------------------------
     def register(self, flow_id: str, program: FlowProgram, version: str | None = None) -> None:
         """Deploy a flow: a new program under a known id is a new code version."""
-        self.flows[flow_id] = program
+        self.flows[flow_id] = program  # ADR 0077 D1: resumeSchemas come with the flow, looked up without running it
         self.versions[flow_id] = version
 
     # -- reading ---------------------------------------------------------------
@@ -111,7 +111,7 @@ class Runtime(ResumeIngress, LegacyAnswers, StateMigration):
         a walk back from the first of them in PARK_WALK-event range reads. Never the
         folded tip (denials and parallel siblings trail the park); None when retention
         removed it."""
-        found = parked_at_sequence(events)
+        found = parked_at_sequence(events)  # ADR 0117 Round 2: the newest park in hand, else a walk back
         upto = (events[0].seq if events else self.store.next_seq(execution_id)) - 1
         while found is None and upto > 0:
             window = self.store.read(execution_id, after=max(0, upto - PARK_WALK), upto=upto)
@@ -155,13 +155,13 @@ class Runtime(ResumeIngress, LegacyAnswers, StateMigration):
             raise FlowDefinitionError("duplicate-execution", f"execution {execution_id!r:.80} already exists")
         value = self.ingress(input, "the input", InputValidationError, "invalid-input", "input-too-large")
         parsed = self.input_contract(program, value)
-        if isinstance(parsed, Invalid):
+        if isinstance(parsed, Invalid):  # ADR 0077 Context: invalid input is refused before the append
             raise InputValidationError("invalid-input", f"field {parsed.field}: {parsed.message}")
         if parsed is not None:
-            value = parsed.value  # ADR 0077: the parsed value is what is recorded
+            value = parsed.value  # ADR 0077 Context: the parsed value is what is recorded
         started: dict[str, JSON] = {"flowId": flow_id, "input": value}
         if self.versions.get(flow_id) is not None:
-            started["version"] = self.versions[flow_id]  # the execution is pinned to this code (K11)
+            started["version"] = self.versions[flow_id]  # ADR 0056 Context: pinned to this code (K11)
         Appender(self.store, execution_id, 1)("EXECUTION_STARTED", started)
         return self.drive(execution_id)
 
@@ -197,7 +197,7 @@ class Runtime(ResumeIngress, LegacyAnswers, StateMigration):
 
     def _resume_as(self, execution_id: str, state: State, events: list[Event], target_flow: str, event_type: str,
                    payload: JSON, options: ResumeOptions) -> Driven:
-        if is_kernel_type(event_type):
+        if is_kernel_type(event_type):  # ADR 0104 D1: the one check of a resumeAs onto an unparked execution
             raise ResumeRefusedError("kernel-namespace", f"{event_type} is a kernel event type")
         self._require_flow(target_flow)
         answer = self._plain_payload(payload, options)
@@ -205,14 +205,14 @@ class Runtime(ResumeIngress, LegacyAnswers, StateMigration):
         if state.status != "suspended":  # nothing is parked, so the type is recorded as given
             bounded(lambda: check_text(event_type, MAX_BYTES), "the event type", ResumePayloadValidationError,
                     "invalid-payload", "payload-too-large")
-        if state.status == "suspended":
+        if state.status == "suspended":  # ADR 0104 D1: parked, it runs every check resume runs
             self.check_resumable(state, event_type)
             # ADR 0077 D4: the TARGET flow's declared shape, before EXECUTION_MIGRATED.
             answer, grant, discard = self.admit(execution_id, state, events, event_type, answer, options,
                                                 target_flow, operation={"type": "resumeAs", "flowId": target_flow,
                                                                         "transformState": options.transform_state})
         else:
-            # Nothing is parked; a re-open of a terminal execution is judged as live (D2).
+            # ADR 0104 D2: nothing is parked; a re-open of a terminal execution is judged as live.
             discard = self.scan_legacy(execution_id, target_flow, options, None, event_type,
                                        live=state.status in TERMINAL)
         migrated = self.migrate_state(state, target_flow, options.transform_state)
@@ -224,7 +224,7 @@ class Runtime(ResumeIngress, LegacyAnswers, StateMigration):
         if state.status == "suspended":
             self.record_answer(append, state, answer)
         elif state.status in TERMINAL:
-            # Re-opens it, so a later crash is recoverable, without answering a gate.
+            # ADR 0104 D1: re-opens it, so a later crash is recoverable, without answering a gate.
             append("EXECUTION_RESUMED", None)
         return self.drive(execution_id, self.advanced(state, events, append))
 
@@ -249,7 +249,7 @@ class Runtime(ResumeIngress, LegacyAnswers, StateMigration):
             raise ResumeRefusedError("terminal", f"execution is {state.status}; nothing to re-drive")
         self._require_flow(state.flow_id)
         self.check_code(state)
-        self.scan_legacy(execution_id, state.flow_id, None, None, None)  # recovery included (D2)
+        self.scan_legacy(execution_id, state.flow_id, None, None, None)  # ADR 0104 D2: recovery included
         # ADR 0104 D1, crashed: EXECUTION_RECOVERED {} and nothing else; it answers no gate.
         append = Appender(self.store, execution_id, state.sequence + 1)
         append(RECOVERED, {})
@@ -260,6 +260,7 @@ class Runtime(ResumeIngress, LegacyAnswers, StateMigration):
         recovered = []
         for execution_id in self.store.executions():
             state = self.state(execution_id)
+            # ADR 0104 D4: parked executions are skipped, as are finished ones.
             if state.status in ("running", "pending") and state.flow_id in self.flows:
                 try:
                     self.recover(execution_id)
@@ -281,7 +282,7 @@ class Runtime(ResumeIngress, LegacyAnswers, StateMigration):
             wake_at = (state.suspended_on or {}).get("wakeAt") if state.status == "suspended" else None
             if type(wake_at) is int and wake_at <= self.clock.now() and state.flow_id in self.flows:
                 try:
-                    self.resume(execution_id, TIMER_FIRED, None, ResumeOptions(system=True))
+                    self.resume(execution_id, TIMER_FIRED, None, ResumeOptions(system=True))  # ADR 0117 D5
                 except KernelRefusal:
                     continue
                 woken.append(execution_id)

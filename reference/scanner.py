@@ -91,7 +91,7 @@ def held_entries(snapshot: Mapping[str, object] | None) -> list[object]:
         return []
     if isinstance(variables.get("_resumePayloads"), list):
         return list(variables["_resumePayloads"])
-    return [variables["_resumePayload"]] if "_resumePayload" in variables else []
+    return [variables["_resumePayload"]] if "_resumePayload" in variables else []  # ADR 0057 D4
 
 
 @dataclass
@@ -139,7 +139,7 @@ class StrayScanner:
     def feed(self, events: Iterable[EventLike], kinds: Kinds) -> None:
         for event in events:
             if event.seq <= self.consumed:
-                continue  # idempotent: already consumed (R1a)
+                continue  # ADR 0104 R1a: idempotent, already consumed
             if event.seq != self.consumed + 1:
                 raise NonContiguous(f"expected seq {self.consumed + 1}, got {event.seq}")
             self._apply(event, kinds)
@@ -171,8 +171,8 @@ class StrayScanner:
         self.started.add(step_id)
         if kinds(step_id) in NON_HUMAN:
             return
-        # A human (or unresolvable) step's first start with an unspent stray before it:
-        # the step would take the stray as its approval (D2, the second shape).
+        # ADR 0104 D2, the second shape: a human (or unresolvable) step's first start with an unspent
+        # stray before it; the step would take the stray as its approval.
         if any(s.seq > self.last_gate_park for s in self.strays):
             self.found.append(Ambiguity(step_id, "stray-before-first-start", seq))
 
@@ -185,18 +185,18 @@ class StrayScanner:
         elif isinstance(step_id, str):
             self.park, self.park_step, self.park_attributed = "human", step_id, True  # kernel-set (1.20.0)
         elif self.previous_step is not None and kinds(self.previous_step) not in NON_HUMAN:
-            # Pre-0104: a human effect throws synchronously right after its step starts.
+            # ADR 0104 D2, attribution: a pre-0104 human effect throws right after its step starts.
             self.park, self.park_step = "human", self.previous_step
             if self.previous_step in self.answered:
                 self.found.append(Ambiguity(self.previous_step, "reparked-after-answer", seq))
         else:
             self.park = "gate"
-            self.last_gate_park = seq  # a gate park proves every entry before it spent
+            self.last_gate_park = seq  # ADR 0104 D2: a gate park proves every entry before it spent
 
     def _resumed(self, payload: object, seq: int) -> None:
         parked = self.status == "suspended"
-        if payload is None and (not parked or self.park == "in-doubt"):
-            self.status, self.park = "running", None  # ADR 0104 D3: status only
+        if payload is None and (not parked or self.park == "in-doubt"):  # ADR 0104 D3: status only
+            self.status, self.park = "running", None
             return
         index = self.entries
         self.entries += 1
@@ -219,6 +219,7 @@ class StrayScanner:
         """D2's classification as of what was fed; `live` judges a terminal execution
         as running (a resumeAs re-opening it)."""
         ended = self.status in TERMINAL and not live
+        # ADR 0104 D2: passed, at-risk, harmless; unverifiable for what only the snapshot holds.
         classified = [Classified(s.index, s.seq, s.why,
                                  "passed" if s.seq < self.last_gate_park else "harmless" if ended else "at-risk")
                       for s in self.strays]

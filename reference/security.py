@@ -76,6 +76,6 @@ def compose(config: dict[str, Any], now: Callable[[], int]) -> Security:
         raise ConfigError("strict-needs-authenticator",
                           "security.strict needs a resumeAuthenticator, or requireResumeAuthenticator: false "
                           "to acknowledge an app with no approval gates")
-    notices = () if authenticator is not None else (
+    notices = () if authenticator is not None else (  # ADR 0117 D3: the permissive notice names the gap
         "no resume authenticator: any caller of resume() approves a gate and no APPROVAL_GRANTED is recorded",)
     return Security(strict=strict, authenticator=authenticator, notices=notices)

@@ -88,9 +88,9 @@ def apply_transform(spec: JSON, value: JSON, target_schema: JSON) -> JSON:
     function = check_spec(spec)
     try:
         outcome = function(copy_json(value), {"message": "the transform raised", **spec}, target_schema)
-    except TransformRaised as raised:
+    except TransformRaised as raised:  # ADR 0056 D3: a failing transform refuses, nothing appended
         raise StateMigrationError("transform-failed", f"transformState {spec['name']!r} raised: {raised}") from None
-    if outcome is NOTHING:
+    if outcome is NOTHING:  # ADR 0056 D3: one returning nothing too
         raise StateMigrationError("transform-returned-nothing",
                                   f"transformState {spec['name']!r} returned nothing; the migration needs an input")
     return outcome

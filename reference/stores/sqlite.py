@@ -1,16 +1,6 @@
-"""The SQLite store: the embedded, file-backed default.
-
-Same interface and behaviour as `InMemoryEventStore`; in addition several store
-objects (threads or processes) may share one database file. Every append runs in
-one `BEGIN IMMEDIATE` transaction that re-reads the next sequence under the
-write lock, so a stale writer is refused and concurrent writers never interleave.
-
-Durability (docs/stores.md): a file database runs in WAL mode with `synchronous=FULL`
-by default, so SQLite syncs the WAL at every commit and an append that returned survives
-a power loss as well as a process crash. `synchronous="NORMAL"` is the explicit, faster
-option: per SQLite's documentation it survives an application crash, but a power loss
-may roll back the transactions committed since the last checkpoint.
-"""
+"""The SQLite store: the embedded, file-backed default, with `InMemoryEventStore`'s interface
+and behaviour; several store objects (threads or processes) may share one file, each append one
+`BEGIN IMMEDIATE` transaction. Durability, FULL by default or NORMAL: docs/stores.md."""
 
 from __future__ import annotations
 
@@ -28,7 +18,7 @@ from loomcheck.reference.stores.encoding import check_id, encode_entry, encode_s
 SCHEMA: tuple[str, ...] = (
     # WITHOUT ROWID: the primary key is the table's only b-tree, so range reads
     # by (execution_id, seq) walk it directly. payload is NOT NULL because JSON
-    # null is stored as the text "null", never as SQL NULL (ADR 0104 D1).
+    # ADR 0104 D1, "Why null": null is stored as the text "null", never as SQL NULL.
     """CREATE TABLE IF NOT EXISTS events (
         execution_id TEXT NOT NULL,
         seq INTEGER NOT NULL,
