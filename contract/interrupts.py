@@ -1,24 +1,6 @@
-"""The user's SIGINT and SIGTERM, handled by flag.
-
-A handler that raises KeyboardInterrupt lands wherever the main thread is: inside
-Hypothesis's garbage-collection callback the exception is printed and dropped (the
-run went on and passed), and during the first imports nothing has been written. So
-the handler records the signal and returns; the session checks before every driver
-call, the runner between examples and phases, and the run stops as interrupted with
-a partial report (run/runner.py).
-
-One place is raised into: a driver call the main thread is inside (`DRIVER_CALL`), so
-a wait for a stdio kernel (up to --timeout) or an in-process kernel that loops ends
-now. The session's boundary catches whatever that call then raises, and the flag,
-not the exception, says the run was interrupted: a KeyboardInterrupt a driver raises
-of its own accord is its finding. Dropped there too (a garbage-collection callback
-during the call), the flag still stops the run at the next check.
-
-A driver call that installs handlers of its own finds ours back when it returns: while
-a run lasts, SIGINT and SIGTERM are the run's.
-
-Standard library only, and cheap to import: `python -m loomcheck` installs the
-handlers before it imports anything else."""
+"""The user's SIGINT and SIGTERM, handled by flag, and raised into a driver call only
+(`DRIVER_CALL`). Standard library only, cheap to import. Why: docs/contract.md, "The user's
+signals"."""
 
 from __future__ import annotations
 

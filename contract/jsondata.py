@@ -1,29 +1,6 @@
-"""JSON data across the driver boundary, both ways (docs/driver.md, "What crosses the interface").
-
-`plain(value)` is what the harness keeps of an implementation's answer: a copy made only
-of dict, list, str, int, float, bool and None, or NotJsonData saying where and why it is
-not JSON data within the bounds. `handed(value)` is what the harness hands an
-implementation: a deep copy, so nothing the implementation does to it reaches the
-harness's own record, and how deep it nests. Both are pure and iterative (the suite itself
-sends values nested thousands deep), and neither calls a method of the value it walks: a
-subclass of str, int, float, list or dict is read through the base type's own slots, so
-an answer cannot run code of its own while it is checked.
-
-The bounds, and why:
-    depth  MAX_DEPTH = 256 arrays/objects (as the stdio transport's), or deeper by as much as
-           the suite itself has handed the implementation, plus ENVELOPE = 64 levels for the
-           events and state that wrap it (`Bounds.beyond`): a kernel may keep a value the
-           suite sent 5 000 deep (the hostile-payloads corpus) or a gate's view 1 024 deep (ADR
-           0117 D1), and its answers hold it; an answer nested deeper than anything it was
-           handed is nested so by the implementation alone (or it contains itself)
-    items  MAX_ITEMS = 4 000 000 values in one answer
-    text   MAX_TEXT = 64 Mi characters of strings and member names in one answer (the stdio
-           transport's default --max-line)
-    ints   at most MAX_INT_BITS = 13 000 bits (about 3 900 digits): Python prints no longer
-           int by default, and a report must be able to quote it
-    floats finite only: NaN and the infinities are not JSON numbers (RFC 8259 section 6), and
-           the suite never sends one (its strategies draw finite floats)
-Member names must be strings. A value that contains itself is refused as such."""
+"""JSON data across the driver boundary, both ways: `plain` reads an implementation's answer
+as JSON data within bounds, `handed` copies what the harness hands it. The bounds and why:
+docs/contract.md, "JSON across the boundary"."""
 
 from __future__ import annotations
 

@@ -1,28 +1,6 @@
-"""The one place the harness gets approval proofs from (ADR 0117 D2).
-
-The harness writes every approval it sends in spec/signing.md's notation: a proof
-`{actor, exp, signature}` over the whole event and the one park it answers. That
-notation is what scripts, regression logs and the reference's expectations hold,
-and what the approvals.* oracle (contract/signing.py) judges. An implementation
-that declares the feature "signing" verifies proofs of its own format instead: as
-each resume is dispatched, `for_kernel` swaps the harness's proof for the one the
-implementation's own `sign(claim)` returns for the same claim, so the verdict the
-oracle computes for the spec proof is the verdict the implementation owes for its
-own. A proof the harness did not sign (a tampered one, or the implementation's own
-bytes altered by the tampering corpus) is sent exactly as it is.
-
-ADR 0117 D2 names the signed fields, not their encoding; spec/signing.md's bytes
-are the profile choice proof-wire-format (spec/profiles.toml), used only for
-implementations that do not sign themselves.
-
-Beyond ADR 0117 D2 (spec/signing.md section 10, profile choice operation-binding), a
-claim also names what the approval is for: a plain resume or a resumeAs onto a flow
-with a transformState, at the execution that holds the id now (its incarnation). The
-harness's notation always binds them, so a script, a regression log or a counterexample
-keeps what each proof was signed for whichever kernel it came from; a kernel that
-signs its own is handed the operation in the claim; one that verifies spec/signing.md
-without declaring "operation-binding" is handed, for a proof signed for exactly the
-operation it is sent with, the same claim in D2's bytes."""
+"""The one place the harness gets approval proofs from (ADR 0117 D2): spec/signing.md's proofs,
+or, for an implementation that signs its own (feature "signing"), its own for the same claim.
+docs/contract.md, "The harness's approval proofs"."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""The approver's side of spec/signing.md, written again from the spec (not
-imported from the reference kernel): the state machine signs approvals with it,
-and the approvals.* predicates use it as the oracle for what a conforming
-authenticator must accept. Two independent readings of one spec keep each other
-honest: tests/test_approvals.py checks both against the published vectors.
-
-`binding` is spec/signing.md section 10, loomcheck's extension beyond ADR 0117 D2: the members
-that bind a proof to the operation it answers (a resumeAs, its target flow and transform) and to
-the incarnation of the execution (one re-created after erase). A plain resume of an execution
-never erased has none, so its bytes are exactly ADR 0117 D2's."""
+"""The approver's side of spec/signing.md, written again from the spec (not imported from the
+reference kernel): the state machine signs approvals with it, and the approvals.* predicates
+use it as the oracle for what a conforming authenticator must accept; `binding` is section 10's
+extension. tests/test_approvals.py checks it and the reference against the published vectors."""
 
 from __future__ import annotations
 

@@ -1,28 +1,7 @@
-"""The signature-tampering corpus (ADR 0117 D2), through the driver.
-
-One execution is parked at a gate the authenticator covers. A validly signed
-approval for that park is altered in every way fuzz/tampering.py knows (each
-signed field on its own, the signature's bytes, the proof's shape, the key, the
-expiry) and each variant is sent as a resume: every one must be refused, and
-nothing appended. Two scenarios follow, which need more than one park: the same
-signed approval presented at a fork (another execution parked identically) and
-replayed at a later park of the same gate; and last, the untampered approval is
-accepted, without which the refusals would prove nothing.
-
-Beyond ADR 0117 D2 (spec/signing.md section 10, approvals.operation-bound, run only when
-that invariant is selected): the approval signed for a plain resume is sent with a
-resumeAs of the same park (onto another flow with a transform, onto its own flow), and,
-after the execution is erased and re-created under its id, to the new one; each must be
-refused, and the approval signed for exactly that resumeAs, or for the re-created
-execution, accepted. A kernel that declares "operation-binding" is also sent a resumeAs's
-approval for a plain resume, another target and another transform.
-
-An implementation that signs its own proofs (feature "signing") is handed its own
-proof wherever the harness signed one (contract/proofs.py), so the tamperings of the
-event and of the claim (another execution, park, payload, override, expiry) test its
-format; the tamperings of spec/signing.md's bytes, which its verifier never sees,
-give way to alterations of its own proof's bytes (fuzz/tampering.py
-own_proof_mutations) and to claims its own signer signs for another actor."""
+"""The signature-tampering corpus (ADR 0117 D2), through the driver: every tampering of
+fuzz/tampering.py sent as a resume of a parked execution must be refused and append nothing,
+and the untampered approval is accepted; beyond the ADR, approvals for another operation or
+incarnation (spec/signing.md section 10). docs/approvals.md, "The tampering corpus"."""
 
 from __future__ import annotations
 
@@ -33,7 +12,8 @@ from loomcheck.fuzz.tampering import PROOF_CATEGORIES, tamperings
 from loomcheck.contract import proofs
 from loomcheck.contract.needs import Undeclared
 from loomcheck.contract.script import Configure, Define, Resume, ResumeAs, Start
-from loomcheck.contract.session import ImplementationFailed, Session, Step
+from loomcheck.contract.boundary import ImplementationFailed
+from loomcheck.contract.session import Session, Step
 from loomcheck.corpora.result import CorpusResult
 from loomcheck.contract.logview import park_seq
 from loomcheck.contract.jsonvalues import show

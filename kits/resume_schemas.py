@@ -1,42 +1,7 @@
-"""The resume-schema conformance kit (ADR 0077): the battery every kernel's
-`resumeSchemas` parser must pass, and the runners for it.
-
-A flow's `resumeSchemas` entry parses a resume payload before it is appended:
-the PARSED value is what is recorded, and a malformed payload is refused naming
-the offending field. loomcheck carries the schemas as JSON Schema 2020-12 and
-defines "the parsed value" in `spec/parsing.py`; the cases are data, in
-`spec/vectors/resume-schemas.json` (shipped in the wheel), so an implementation
-in any language can consume them the way it consumes the JSON-Schema-Test-Suite:
-for every group, compile `schema`; for every case, parse `payload`; a `valid`
-case must be accepted and record exactly `recorded`, an invalid one must be
-refused naming `field` (and `mentions`, when present).
-
-From Python, answer each case with an `Outcome`: ``("ok", recorded_value)`` or
-``("invalid", message)``. Either call `check` with a function::
-
-    from loomcheck.kits.resume_schemas import check
-
-    failures = check(my_parse)          # my_parse(schema, payload) -> Outcome
-    assert not failures, "\\n".join(map(str, failures))
-
-or subclass `ResumeSchemaConformance` in a test module (the class name must start
-with ``Test`` so that pytest collects it), one test per case::
-
-    from loomcheck.kits.resume_schemas import ResumeSchemaConformance
-
-    class TestMyKernel(ResumeSchemaConformance):
-        def parse(self, schema, payload):
-            result = my_kernel.compile_resume_schema(schema).parse(payload)
-            return ("ok", result.value) if result.ok else ("invalid", result.error)
-
-How a case is judged (`verdict`):
-- valid: the answer is ``("ok", v)`` and `v` equals `recorded` with JSON kinds
-  exact all the way down (`True` is not `1`, `1` is not `1.0`; key order is free);
-- invalid: the answer is ``("invalid", msg)`` and `msg` contains the first
-  segment of `field` (unless `field` is ``"(root)"``) and `mentions` if given;
-- always: `parse` returns without raising (an exception fails the case, it never
-  escapes) and leaves the payload it was handed unchanged.
-"""
+"""The resume-schema conformance kit (ADR 0077): the battery every kernel's `resumeSchemas`
+parser must pass, its cases the published vectors spec/vectors/resume-schemas.json, run by
+`check(parse)` or by subclassing `ResumeSchemaConformance`. How, and how a case is judged:
+docs/resume-schema-kit.md."""
 
 from __future__ import annotations
 

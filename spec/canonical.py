@@ -1,19 +1,6 @@
-"""The canonical JSON text of a value and its view digest (ADR 0117 D1): a gate
-declares `viewDigest(proposal)` = "v2:" + SHA-256 over the UTF-8 bytes of
-canonical_json(proposal), and an approver's UI must recompute the same string,
-usually in JavaScript. spec/canonical-json.md is the normative text and
-spec/vectors/view-digest.json the published test vectors; this module is the
-reference implementation both are checked against.
-
-The form is RFC 8785 (JCS). What it refuses: values nested deeper than
-MAX_DEPTH, ints a JavaScript number cannot hold exactly (RFC 8785 would round
-them), strings with lone surrogates, and anything outside the JSON data model as
-json.loads builds it (None, bool, int, float, str, list, dict with str keys).
-
-Pure Python, standard library only, and no recursion (a hostile proposal can be
-nested 100 000 deep), so symbolic tools can analyse it and deep input is refused
-with CanonicalError, never RecursionError.
-"""
+"""The canonical JSON text of a value (RFC 8785) and its view digest (ADR 0117 D1), the
+reference implementation of spec/canonical-json.md and its vectors. Standard library only,
+no recursion: docs/spec-data.md, "Canonical JSON and the view digest"."""
 
 from __future__ import annotations
 

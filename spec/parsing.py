@@ -1,20 +1,7 @@
-"""What "the parsed value" means for a JSON Schema carried as data (ADR 0077:
-the PARSED value is what runs and is recorded).
-
-Parsing = validate against the schema (JSON Schema 2020-12), then, for every
-object the schema describes with `properties` (inside `items` too):
-- fill in the `default` of every absent property;
-- drop the keys it does not declare (in `properties`, or by a matching
-  `patternProperties` pattern), unless the schema keeps the object open with an
-  `additionalProperties` keyword (`true` keeps them; a schema keeps them and
-  parses each by that schema; `false` already refused them in validation).
-Dropping is Zod's default object behaviour and ADR 0077's "sharp edge": declaring
-a contract also decides what is persisted. It departs from plain JSON Schema
-validation, where an absent `additionalProperties` allows and keeps extra keys.
-`$ref`, `allOf`, `anyOf` and `prefixItems` are validated but not searched for
-defaults or undeclared keys. Pure Python over plain JSON values (no pydantic), so symbolic
-tools can analyse it.
-"""
+"""What "the parsed value" means for a JSON Schema carried as data (ADR 0077: the PARSED value
+is what runs and is recorded): validate, fill in defaults, drop undeclared keys unless the
+schema keeps the object open. Pure Python over plain JSON values: docs/spec-data.md, "The
+parsed value"."""
 
 from __future__ import annotations
 

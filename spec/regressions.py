@@ -1,16 +1,6 @@
-"""The regression-log format: a replayable script of driver operations, the
-flows it needs, and what a conforming kernel must produce. The ADRs' worked
-traces live in spec/regressions/ (the conformance corpus `loomcheck run`
-replays); counterexamples the suite finds are written in the same format.
-
-    {"format": "loomcheck-regression/1", "name": ..., "description": ...,
-     "adr": "0057", "invariants": ["gate.i-receives-entry-i", ...],
-     "origin": "adr" | "counterexample" | "promoted",
-     "operations": [{"op": "define", ...}, {"op": "start", ...}, ...],
-     "expect": {"outcomes": ["ok", "refused:gate-mismatch", ...],
-                "logs": {"x1": [{"seq": 1, "type": ..., "payload": ...}, ...]}},
-     "found": {"invariant": ..., "message": ..., "implementation": ...}}   # counterexamples only
-"""
+"""The regression-log format (`loomcheck-regression/1`): a replayable script of driver
+operations, the flows it needs, and what a conforming kernel must produce; the ADRs' worked
+traces in spec/regressions/ and the loader. The format: docs/spec-data.md, "Regression logs"."""
 
 from __future__ import annotations
 
@@ -208,7 +198,7 @@ class RegressionLog(_Model):
     description: str
     adr: str = Field(pattern=r"^\d{4}$")
     invariants: list[str] = Field(min_length=1)
-    # "promoted": a counterexample a person copied into a committed corpus with `loomcheck promote` (issue 9).
+    # "promoted": a counterexample a person copied into a committed corpus with `loomcheck promote`.
     origin: Literal["adr", "counterexample", "promoted"]
     operations: list[OperationModel] = Field(min_length=1)
     expect: Expectation | None = None

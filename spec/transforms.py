@@ -1,35 +1,6 @@
-"""State transforms (ADR 0056 D1): the `transformState` a resumeAs may carry.
-
-A transform is code, and flow programs are data, so the suite names transforms
-from a registry every kernel's driver provides. `transformState` is one JSON
-object, `{"name": ..., ...arguments}`; the built-ins are:
-
-| name      | arguments            | outcome on the folded input `i`                                   |
-| --------- | -------------------- | ----------------------------------------------------------------- |
-| `rename`  | `from`, `to` (text)  | `i` an object: `from` moved to `to` (absent: `i` unchanged)       |
-| `default` | `field`, `value`     | `i` an object: `field` added with `value` when absent             |
-| `wrap`    | `key` (text)         | `{key: i}`: deliberately not idempotent, so a re-run shows        |
-| `parse`   | none                 | `i` parsed by the TARGET flow's inputSchema (a Zod transform's parse, defaults filled in) |
-| `fail`    | `message` (text)     | raises                                                            |
-| `nothing` | none                 | returns nothing (JavaScript's undefined), which is not an input    |
-
-`rename` and `default` raise on an input that is not an object; `parse` raises
-when the input does not match, or the target declares no inputSchema.
-
-What a kernel does with a transform (ADR 0056):
-- it is applied at migration time to the FOLDED `_input` (which an earlier
-  migration may have replaced), and its outcome is recorded as `migratedInput`
-  on EXECUTION_MIGRATED (D1); replay folds the recorded value and never runs the
-  transform again;
-- one that raises or returns nothing refuses the migration with a
-  StateMigrationError before anything is appended (D3): reasons
-  `transform-failed` and `transform-returned-nothing`; a name the registry does
-  not hold, or arguments that do not fit it, `unknown-transform`;
-- no transform at all: EXECUTION_MIGRATED is exactly what it was before 1.15.0.
-
-The order of a resumeAs's checks: the resume's own (ADR 0104 D1, ADR 0077 D4),
-then the transform, then the target's input contract (`input-contract`: a target
-with validateInput must accept the input it will run on), then the append."""
+"""State transforms (ADR 0056 D1): the registry of `transformState`s a resumeAs may carry, each
+`{"name", ...arguments}`. The built-ins and what a kernel does with one: docs/spec-data.md,
+"State transforms"."""
 
 from __future__ import annotations
 

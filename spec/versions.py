@@ -1,13 +1,6 @@
-"""Code versions (K11, ADR 0023, which ADR 0056 builds on): a flow definition
-carries a version, the hash of its program, and an execution is pinned to the
-version it started on (or last migrated to).
-
-The version of a loomcheck flow program is fixed here so that logs written by
-different kernels compare: "c1:" + the lowercase hex SHA-256 of the UTF-8 bytes
-of the canonical JSON (spec/canonical-json.md) of the program exactly as it was
-defined (the JSON the define operation sent, before defaults are filled in),
-with the nesting limit raised to PROGRAM_MAX_DEPTH: a gate's view may be 1024
-deep (ADR 0117 D1) inside the program around it. Pure Python, standard library only."""
+"""Code versions (K11): a flow program's version is "c1:" + the SHA-256 of its canonical JSON
+as defined, and an execution is pinned to the version it started on (or last migrated to).
+Standard library only: docs/spec-data.md, "Code versions"."""
 
 from __future__ import annotations
 
