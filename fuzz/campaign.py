@@ -1,6 +1,14 @@
-"""Campaigns beyond CI: the seed a randomised run draws and logs, and the Hypothesis example
-database a long run keeps its failing examples in (`--database none | DIR | redis://...`): a
-cache, not the record, which the committed regression logs are. docs/campaigns.md."""
+"""Campaigns beyond CI (issue 9): the seed a randomised run draws and logs, and the
+Hypothesis example database a long run keeps its failing examples in.
+
+    --database none                    no database (every profile but campaign)
+    --database DIR                     DirectoryBasedExampleDatabase (campaign's default: .loomcheck/examples)
+    --database redis://host:port/db    RedisExampleDatabase, one database for several machines
+                                       (needs the `redis` package: pip install 'loomcheck[campaign]')
+
+The database is a cache Hypothesis may invalidate (an edit to the state machine
+changes its key); the committed regression logs are the record, and
+`loomcheck promote` copies a run's counterexamples there."""
 
 from __future__ import annotations
 
