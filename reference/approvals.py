@@ -1,4 +1,4 @@
-"""The approver's half of signed approvals (ADR 0117 D1, D2): the exact bytes an approver's
+"""The approver's half of signed approvals (ADR 0117, decisions D1 and D2): the exact bytes an approver's
 HMAC-SHA256 covers (`signing_input`), the signed event (`sign_resume`), the resume event for a
 parked state (`answer_approval`) and the park it answers (`parked_at_sequence`).
 reference/authenticator.py verifies what this signs; spec/signing.md is the normative text,

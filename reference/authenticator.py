@@ -1,4 +1,4 @@
-"""The reference ResumeAuthenticator (ADR 0117 D2): `SignedResumeAuthenticator` verifies a
+"""The reference ResumeAuthenticator (ADR 0117, decision D2): `SignedResumeAuthenticator` verifies a
 signed approval (reference/approvals.py signs one) and returns a `Verdict`; `verify` never
 raises, whatever it is given. The design: docs/approvals.md."""
 

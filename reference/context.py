@@ -118,14 +118,14 @@ class FlowContext:
         if "_resumePayloads" in variables:
             return variables["_resumePayloads"]
         if "_resumePayload" in variables:
-            return [variables["_resumePayload"]]  # ADR 0057 D4: a pre-1.16 snapshot is a one-entry list
+            return [variables["_resumePayload"]]  # ADR 0057 Legacy fallback: one entry
         return []
 
     def take_answer(self) -> tuple[int, JSON] | None:
         """The next entry in call order, if one is recorded."""
         answers = self.answers()
         index = self._consumed
-        if index < len(answers):  # ADR 0057 D2: the i-th suspend point in call order takes entry i
+        if index < len(answers):  # ADR 0057 Decision, Consequences: suspend point i takes entry i
             self._consumed += 1
             return index, answers[index]
         return None
@@ -141,7 +141,7 @@ class FlowContext:
         if taken is not None:
             self.passed.append(Passed(taken[0] if point is None else point, on, taken[1]))
             return taken[1]
-        # ADR 0057 D3: a gate beyond the recorded answers parks. ADR 0104 D2: only the kernel sets stepId.
+        # ADR 0057 Decision: a gate beyond the recorded answers parks. ADR 0104 D2: only the kernel sets stepId.
         condition = {k: v for k, v in (meta or {}).items() if k != "stepId"}
         condition["on"] = on
         if view_digest is not None:
@@ -156,7 +156,7 @@ class FlowContext:
             return self.human(op, self.points.get(id(op)))
         frame = self.state.steps.get(op.id)
         if frame is not None and frame.get("status") == "completed":
-            return frame.get("output")
+            return frame.get("output")  # ADR 0057 Context: a recorded step replays from its frame
         attempt = 1
         if frame is not None:
             previous = int(frame.get("attempt") or 1)

@@ -1,4 +1,4 @@
-"""The emit guard (ADR 0104 D1): flow and effect code cannot write kernel state.
+"""The emit guard (ADR 0104, decision D1): flow and effect code cannot write kernel state.
 
 `guard(event_type, payload, decisions, scope)` returns the (type, payload) to
 append, or raises EmitRefusedError with a reason from spec/refusals.toml.

@@ -110,7 +110,7 @@ def _resumed(state: State, payload: JSON) -> None:
     if status_only:  # ADR 0104 D3: a null that answers no suspend point is status-only
         return
     entry = copy_json(payload)
-    # ADR 0057 D1: the ordered list, append-only; the single latest key is kept for compatibility.
+    # ADR 0057 Decision: the ordered list, append-only; the single latest key is kept for compatibility.
     state.variables.setdefault("_resumePayloads", []).append(entry)
     state.variables["_resumePayload"] = copy_json(entry)
 

@@ -55,7 +55,7 @@ class ResumeIngress:
         if is_kernel_type(event_type):  # ADR 0104 D1: a caller cannot resume with a kernel type
             raise ResumeRefusedError("kernel-namespace", f"{event_type} is a kernel event type")
         parked_on = state.parked_on
-        if parked_on is None:  # ADR 0104 D4: an answer before the park is refused, not recorded
+        if parked_on is None:  # ADR 0104 D4, Consequences: an answer before the park is refused, not recorded
             raise ResumeRefusedError("not-suspended", f"execution is {state.status}, not parked")
         timed = "wakeAt" in (state.suspended_on or {})
         # ADR 0104 D1: the resume names the RECORDED gate. ADR 0117 D5: a timed park is also woken by the timer.

@@ -1,4 +1,4 @@
-"""Legacy answers (ADR 0104 D2, amendment R1a): the runtime's stray scan, in the order
+"""Legacy answers (ADR 0104, decision D2 and amendment R1a): the runtime's stray scan, in the order
 spec/legacy-logs.md section 4 gives, and what it keeps for it: the memory of warnings given,
 the cache of clean scanners, the operator's override. The scan itself is reference/scanner.py."""
 

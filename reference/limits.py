@@ -1,6 +1,6 @@
 """The reference kernel's bounds on the JSON it takes and keeps.
 
-ADR 0077 Context: "a resume payload cannot be rejected retroactively. Once appended it
+The Context of ADR 0077: "a resume payload cannot be rejected retroactively. Once appended it
 is a permanent fold input." So a value too deep or too large for every later read to
 walk is refused at ingress, before the append, never discovered by the fold. The ADRs
 name no limit: these numbers are the reference's profile choice (spec/profiles.toml,

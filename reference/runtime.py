@@ -207,7 +207,8 @@ class Runtime(ResumeIngress, LegacyAnswers, StateMigration):
                     "invalid-payload", "payload-too-large")
         if state.status == "suspended":  # ADR 0104 D1: parked, it runs every check resume runs
             self.check_resumable(state, event_type)
-            # ADR 0077 D4: the TARGET flow's declared shape, before EXECUTION_MIGRATED.
+            # ADR 0077 D4: the TARGET flow's declared shape, before EXECUTION_MIGRATED. ADR 0104 Context: no code
+            # check (it is not pinned), so a resumeAs is the exit from changed code.
             answer, grant, discard = self.admit(execution_id, state, events, event_type, answer, options,
                                                 target_flow, operation={"type": "resumeAs", "flowId": target_flow,
                                                                         "transformState": options.transform_state})
@@ -265,7 +266,7 @@ class Runtime(ResumeIngress, LegacyAnswers, StateMigration):
                 try:
                     self.recover(execution_id)
                 except FlowCodeMismatchError:
-                    continue  # pinned to code this runtime no longer has: resumeAs is the exit
+                    continue  # ADR 0104 Context: pinned to code this runtime no longer has; resumeAs is the exit
                 except ResumeRefusedError as refused:
                     if refused.reason != "ambiguous-legacy-answers":
                         raise

@@ -1,4 +1,4 @@
-"""The stray scanner (ADR 0104 D2, amendment R1a): one pass over an execution's
+"""The stray scanner (ADR 0104, decision D2 and amendment R1a): one pass over an execution's
 retained log that mirrors the fold and finds every answer-list entry that
 answered no suspend point, spec/legacy-logs.md sections 2 and 3.
 
@@ -91,7 +91,7 @@ def held_entries(snapshot: Mapping[str, object] | None) -> list[object]:
         return []
     if isinstance(variables.get("_resumePayloads"), list):
         return list(variables["_resumePayloads"])
-    return [variables["_resumePayload"]] if "_resumePayload" in variables else []  # ADR 0057 D4
+    return [variables["_resumePayload"]] if "_resumePayload" in variables else []  # ADR 0057 Legacy fallback
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The runtime's security posture (ADR 0117 D2, D3, D5): strict or permissive,
+"""The runtime's security posture (ADR 0117, decisions D2, D3 and D5): strict or permissive,
 and the resume authenticator, if any. Composed once from a plain config; a
 strict runtime without an authenticator refuses to compose unless its absence
 is acknowledged in the config, visibly."""

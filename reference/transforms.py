@@ -1,7 +1,7 @@
 """The reference's transform registry (spec/transforms.py): each built-in is a
 pure function of the folded input (and, for `parse`, the target flow's
 inputSchema). A transform that raises, or returns NOTHING, refuses the
-migration (ADR 0056 D3)."""
+migration (ADR 0056, decision D3)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ Every store:
 - guards `append` by the expected next sequence, so that a stale concurrent
   writer is refused (StaleAppendError) instead of interleaving;
 - stores payloads as JSON text, so `null` round-trips and what is read back is
-  exactly what any other store would read back (ADR 0104 D1, "Why null");
+  exactly what any other store would read back (ADR 0104, decision D1, "Why null");
 - serves range reads by sequence.
 """
 
