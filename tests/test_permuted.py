@@ -49,7 +49,7 @@ def test_the_permuted_reference_conforms_in_process_and_differs_only_on_profile_
     code, report = _finish(_run("python:permuted:make", tmp_path), tmp_path)
     _conforms(code, report)
     # The reference's verdicts as committed (tests/test_cli.py checks that a fresh run gives them).
-    baseline = Report.model_validate_json((TESTS.parent / "reports" / "reference" / "report.json").read_text())
+    baseline = Report.model_validate_json((TESTS.parent / "results" / "reference" / "report.json").read_text())
     ours = {r.id: r.status for r in baseline.results}
     # The committed reference runs on SQLite (durable, kill-points); the permuted one in memory, so
     # what needs a durable store is not applicable to it, and that is the only other difference.

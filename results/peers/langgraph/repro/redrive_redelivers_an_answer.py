@@ -3,7 +3,7 @@
 
 Runs with LangGraph alone: pip install langgraph langgraph-checkpoint-sqlite; python redrive_redelivers_an_answer.py
 Exit status 1 while LangGraph behaves so; 0 once it does not (then re-run loomcheck on it and
-update reports/peers/langgraph*/ and adapters/manifests/langgraph*.toml).
+update results/peers/langgraph*/ and adapters/manifests/langgraph*.toml).
 
 A thread parks on two interrupts in turn. The first is answered with the documented positional
 form, Command(resume="A1"); the thread parks on the second. invoke(None), LangGraph's way to
