@@ -366,6 +366,16 @@ def test_a_message_quoting_a_lone_surrogate_is_written_escaped(tmp_path: Path) -
     assert json.loads((tmp_path / "report.json").read_text())["findings"][0]["message"] == "worse \\udfff"
 
 
+def test_report_json_is_one_compact_line_that_reads_back_the_same(tmp_path: Path) -> None:
+    from loomcheck.reports.reading import read_report
+
+    report = _report(_failing(GATE), _record(LEGACY))
+    write_json(report, tmp_path / "report.json")
+    text = (tmp_path / "report.json").read_text(encoding="utf-8")
+    assert text.endswith("}\n") and text.count("\n") == 1
+    assert read_report(tmp_path / "report.json") == report
+
+
 # -- root causes: the distinct ones lead every output ------------------------------------------
 def _grouped() -> Report:
     from loomcheck.reports.model import RootCause
