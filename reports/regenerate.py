@@ -8,7 +8,8 @@ results/, then writes what derives from the committed reports: the invariant ind
 document that shows it (docs/invariants.md) and the conformance matrix beside the peers' reports.
 The peers are not run again here (each needs its library and its own budget; docs/peers.md says
 how). Tests check that the derived outputs are fresh (tests/test_invariant_index.py,
-tests/test_docs.py) and the reference's reports (tests/test_cli.py)."""
+tests/test_docs.py), the reference's reports (tests/test_cli.py) and the node example's
+(tests/test_node_adapter.py)."""
 
 from __future__ import annotations
 
