@@ -36,7 +36,7 @@ CHECK_CODE: dict[str, tuple[str, str | None]] = {
     "corpus:warm-scan": ("corpora/legacy_scenarios.py", "run_warm_scan = "),
     "corpus:sigkill": ("corpora/crash_faults.py", "def run_sigkill("),
     "corpus:emit-witnesses": ("corpora/emit_witnesses.py", "def run_emit_witnesses("),
-    "z3:emit-guard": ("symbolic/guards.py", "def emit_guard_proofs("),
+    "z3:emit-guard": ("symbolic/guard_proofs.py", "def emit_guard_proofs("),
     "z3:gate-induction": ("symbolic/gate_model.py", "def induction("),
     "crosshair:scanner-cut": ("symbolic/contracts.py", 'Check("scanner-cut"'),
     "crosshair:oracle": ("symbolic/contracts.py", 'Check("oracle"'),

@@ -109,7 +109,5 @@ if __name__ == "__main__":
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             raise
         detail = f"{type(error).__name__}: {error}"
-        if isinstance(error, ModuleNotFoundError) and error.name == "crosshair":
-            detail += " (CrossHair comes with the test extra: pip install 'loomcheck[test]')"
         outcome = {"status": "error", "seconds": None, "iterations": None, "detail": detail}
     sys.stdout.write(json.dumps(outcome) + "\n")
