@@ -22,7 +22,7 @@ from loomcheck.explore.explorer import explore
 from loomcheck.run.coverage import Coverage
 from loomcheck.contract.driver import Driver
 from loomcheck.run.loading import resolve_factory
-from loomcheck.run.runner import not_applicable_because
+from loomcheck.run.applicability import not_applicable_because
 from loomcheck.contract.session import Session, hello_of
 from loomcheck.machine.state_machine import PROFILES, run_stateful
 from loomcheck.properties.checks import all_predicates

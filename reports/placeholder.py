@@ -19,7 +19,7 @@ from pathlib import Path
 
 from loomcheck import __version__
 
-DEFAULT_DIR = Path("loomcheck-report")  # `loomcheck run --report`'s default (cli.py)
+DEFAULT_DIR = Path("loomcheck-report")  # `loomcheck run --report`'s default (cli/arguments.py)
 NOT_STARTED = "the run ended before its first check (while loading the catalogue and the implementation)"
 INTERRUPTED = "interrupted"  # the runner's own word for the user's SIGINT or SIGTERM
 

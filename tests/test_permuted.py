@@ -187,12 +187,12 @@ def test_a_profile_disagreement_changes_the_exit_status_only_when_strict() -> No
 def test_the_terminal_and_junit_show_a_disagreement_apart(tmp_path: Path) -> None:
     from junitparser import JUnitXml, Skipped
 
-    from loomcheck.cli import _status_cell
+    from loomcheck.cli.console import status_cell
     from loomcheck.reports.markdown import render_markdown
     from loomcheck.reports.writers import write_junit
 
     report = _report("advisory")
-    assert _status_cell(report.results[0]).endswith("(canonical-json)")
+    assert status_cell(report.results[0]).endswith("(canonical-json)")
     assert "profile disagreements" in render_markdown(report)
     write_junit(report, tmp_path / "junit.xml")
     (case,) = [c for suite in JUnitXml.fromfile(str(tmp_path / "junit.xml")) for c in suite]

@@ -13,13 +13,13 @@ import pytest
 from loomcheck.cli import main
 from loomcheck.reports.diff import diff_reports
 from loomcheck.reports.html import render_matrix
+from loomcheck.run.applicability import declared_features
 from loomcheck.run.manifest import (
     TODO,
     ExpectedEntry,
     Manifest,
     apply_manifest,
     dump_manifest,
-    effective_features,
     load_manifest,
     updated_manifest,
 )
@@ -112,8 +112,8 @@ def test_a_broken_manifest_stops_the_run_before_it_starts(tmp_path: Path, capsys
 def test_unsupported_features_are_taken_from_hello() -> None:
     manifest = Manifest.model_validate({"features": {"unsupported": ["timers", "parallel"], "reason": "not yet"}})
     assert manifest.unsupported == ["timers", "parallel"]
-    assert effective_features(["fold", "timers", "recover"], manifest) == ["fold", "recover"]
-    assert effective_features(["fold"], None) == ["fold"]
+    assert declared_features(["fold", "timers", "recover"], manifest) == ["fold", "recover"]
+    assert declared_features(["fold"], None) == ["fold"]
 
 
 # -- applying a manifest: exit codes ------------------------------------------------------
