@@ -1,4 +1,4 @@
-"""The peers' findings as standalone reproducers (issue 11): each script under
+"""The peers' findings as standalone reproducers: each script under
 reports/peers/<peer>/repro/ shows one behaviour in the library's own API, with
 only that library installed, and exits 1 while the library still behaves so.
 A script that exits 0 means upstream changed: the test fails, saying to re-run
@@ -46,7 +46,7 @@ def test_the_reproducer_still_reproduces_with_only_the_library(script: Path) -> 
     assert "Traceback" not in done.stderr, done.stderr  # a crash (say, importing loomcheck) is not a reproduction
     assert done.returncode == 1, (
         f"{script.name} no longer reproduces (exit {done.returncode}): upstream changed this behaviour. Re-run loomcheck "
-        f"on {script.parts[-3]} and update reports/peers/, its ANALYSIS.md and adapters/manifests/.\n{done.stdout}")
+        f"on {script.parts[-3]} and update reports/peers/, its ANALYSIS.md and its manifest in peers/.\n{done.stdout}")
 
 
 @pytest.mark.parametrize("report", COMPLETE)
