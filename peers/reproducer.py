@@ -105,11 +105,10 @@ def _dropped_lines(name: str, tree: ast.Module, rendered: tuple[str, ...]) -> se
         if not isinstance(node, ast.ImportFrom):
             continue
         module = node.module or ""
-        ours = node.level > 0 or module.split(".")[0] == "loomcheck"
-        if module == "__future__" or ours:
-            if ours and (id(node) not in top or module not in rendered):
-                raise ValueError(f"{name}: imports {module or '.'} at line {node.lineno}, which the script does not hold")
+        if module == "__future__" or (module in rendered and id(node) in top):
             drop.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        elif node.level > 0 or module.split(".")[0] == "loomcheck" or module in rendered:
+            raise ValueError(f"{name}: imports {module or '.'} at line {node.lineno}, which the script does not hold")
     return drop
 
 
@@ -135,6 +134,8 @@ def render(modules: tuple[str, ...]) -> list[str]:
 
 # -- the script around it ---------------------------------------------------------------------
 PERFORM = '''
+
+
 def define(flow_id, program):
     SESSION.define(flow_id, program)
     return "ok"
