@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 
-PEERS = Path(__file__).parents[1] / "reports" / "peers"
+PEERS = Path(__file__).parents[1] / "results" / "peers"
 # report folder -> (the --impl that produced it, the library it needs)
 TRANSLATED = {"langgraph": ("langgraph", "langgraph"), "langgraph-raw": ("langgraph-raw", "langgraph"),
               "llamaindex": ("llamaindex", "workflows"), "dbos": ("dbos", "dbos"),
