@@ -1,28 +1,6 @@
-"""The witness: what an adapter saw a peer library do, written as Loom events.
-
-A peer (LangGraph, DBOS, ...) keeps its own records in its own shape, so an
-adapter cannot hand the suite the peer's log. Instead the generic flow body
-(`walker.py`) and the adapter note each thing *the peer* does, at the moment it
-does it, as the Loom event the spec names for it:
-
-    the peer runs a step's body        STEP_STARTED {stepId, attempt}
-    the peer hands the step's value    STEP_COMPLETED {stepId, output}   (as the peer returned it)
-    the peer parks the run             EXECUTION_SUSPENDED {condition}   (as the peer surfaced it)
-    the peer accepts an answer         <type> payload, EXECUTION_RESUMED payload
-    a gate returns a value             loomcheck.observed {gate, on, value}  (at the program's observe)
-    the peer's workflow returns        EXECUTION_COMPLETED {output}
-
-The adapter decides nothing the suite judges: whether a step runs or replays,
-which answer a gate gets, whether an answer is accepted, are the peer's. So a
-replayed step that the peer runs again shows as a second STEP_STARTED, and an
-answer handed to the wrong gate shows as an observation that disagrees with the
-recorded answers. What the witness cannot see (the peer's internal writes) is
-judged through `read_state`, which every adapter reads from the peer's own API.
-
-Stored in SQLite: `":memory:"` for in-process peers, a file under the store
-directory for a peer whose process the harness kills (DBOS), so the witness
-survives the relaunch as the peer's own database does.
-"""
+"""The witness: what an adapter saw a peer library do, written as Loom events, in SQLite
+(`":memory:"`, or a file a relaunched worker reopens). Rendered into every peer reproducer;
+which event stands for what the peer did: docs/peers.md, "How an adapter works"."""
 
 from __future__ import annotations
 
@@ -112,6 +90,12 @@ class Witness:
             rows = self._db.execute("SELECT seq, type, payload FROM events WHERE execution = ? ORDER BY seq",
                                     (_text(execution),)).fetchall()
         return [{"seq": seq, "type": json.loads(t), "payload": json.loads(p)} for seq, t, p in rows]
+
+    def logs(self) -> dict[str, list[dict[str, JSON]]]:
+        """Every execution's log that holds an event (an execution only named has none)."""
+        with self._lock:
+            named = [json.loads(r[0]) for r in self._db.execute("SELECT DISTINCT execution FROM events")]
+        return {execution: self.log(execution) for execution in named}
 
     def started(self, execution: str, step_id: str) -> int:
         """How many times the peer has run this step's body (its STEP_STARTED count)."""

@@ -113,9 +113,9 @@ def evidence_of(finding: Finding) -> list[list[JSON]]:
     return [[e.execution, e.seq, e.type] for e in finding.explanation.evidence if e.type]
 
 
-# -- a peer, in its own API (adapters/scripts/) -------------------------------------------
+# -- a peer, in its own API (peers/reproducer.py) -----------------------------------------
 def peer_script(translation: Any, log: RegressionLog, operations: list[Operation], finding: Finding) -> str:
-    from loomcheck.peers.scripts import Found, Untranslatable, script
+    from loomcheck.peers.reproducer import Found, Untranslatable, script
 
     why = finding.explanation
     found = Found(

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from loomcheck.peers.scripts.dbos import DbosScript
-from loomcheck.peers.scripts.langgraph import LangGraphScript
-from loomcheck.peers.scripts.llamaindex import LlamaIndexScript
-from loomcheck.peers.scripts.prefect import PrefectScript
+from loomcheck.peers.dbos.template import DbosScript
+from loomcheck.peers.langgraph.template import LangGraphScript
+from loomcheck.peers.llamaindex.template import LlamaIndexScript
+from loomcheck.peers.prefect.template import PrefectScript
 from loomcheck.run.repro import Finding, peer_script, python_script, shell_script
 from loomcheck.contract.script import Define, Operation, Resume, Start
 from loomcheck.properties.explain import Evidence, Explanation

@@ -1,4 +1,4 @@
-"""Direct fidelity tests of the DBOS adapter (peers/dbos.py): each primitive the
+"""Direct fidelity tests of the DBOS adapter (peers/dbos/): each primitive the
 adapter maps is driven through the adapter AND checked in DBOS's own records
 (DBOSClient on the same system database), so the translation is shown faithful."""
 
@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("dbos")
 
-from loomcheck.peers.dbos import DbosDriver  # noqa: E402
+from loomcheck.peers.dbos.driver import DbosDriver  # noqa: E402
 from peer_logs import types  # noqa: E402
 
 LANG = "loomcheck-flow/1"
@@ -43,11 +43,11 @@ def driver(shared: DbosDriver) -> DbosDriver:
 
 def dbos_steps(driver: DbosDriver, execution: str = "x") -> list[tuple[str, Any]]:
     """DBOS's own checkpoints: (function_name, output), by function id."""
-    return [(s["function_name"], s["output"]) for s in driver._client_().list_workflow_steps(execution)]
+    return [(s["function_name"], s["output"]) for s in driver.session.client().list_workflow_steps(execution)]
 
 
 def dbos_status(driver: DbosDriver, execution: str = "x") -> str:
-    return driver._client_().retrieve_workflow(execution).get_status().status
+    return driver.session.client().retrieve_workflow(execution).get_status().status
 
 
 def test_step_runs_once_then_replays(driver: DbosDriver) -> None:
@@ -90,7 +90,7 @@ def test_completion_is_the_workflow_result(driver: DbosDriver) -> None:
     driver.resume("x", "go1", 1)
     driver.resume("x", "go2", 2)
     assert dbos_status(driver) == "SUCCESS"
-    assert driver._client_().retrieve_workflow("x").get_result() == "done"
+    assert driver.session.client().retrieve_workflow("x").get_result() == "done"
     state = driver.read_state("x")
     assert (state["status"], state["output"], state["variables"]["_input"]) == ("completed", "done", {"n": 2})
     assert types(driver)[-1] == "EXECUTION_COMPLETED"
@@ -100,7 +100,7 @@ def test_crash_kills_the_worker_and_dbos_launch_recovers(driver: DbosDriver) -> 
     driver.define_flow("f", CRASHING)
     outcome = driver.start("x", "f", None)
     assert outcome.ok and outcome.crashed
-    assert driver.worker is not None and not driver.worker.alive()  # a real process death
+    assert driver.session.worker is not None and not driver.session.worker.alive()  # a real process death
     assert dbos_status(driver) == "PENDING" and [n for n, _ in dbos_steps(driver)] == ["a"]
     assert driver.read_state("x")["status"] == "running"
     assert driver.recover_abandoned() == ["x"]  # relaunch: DBOS.launch() re-drove it
@@ -156,12 +156,12 @@ def test_durable_store_survives_a_new_adapter_process(tmp_path: Any) -> None:
     first.start("x", "f", None)
     first.resume("x", "go1", "one")
     before = first.read_log("x")
-    first.zygote.process.kill()  # as SIGKILL of the served adapter: the zygote dies, its worker with it
-    first.zygote.process.wait()
+    first.session.zygote.process.kill()  # as SIGKILL of the served adapter: the zygote dies, its worker with it
+    first.session.zygote.process.wait()
     deadline = time.monotonic() + 5
-    while first.worker.alive() and time.monotonic() < deadline:  # PR_SET_PDEATHSIG
+    while first.session.worker.alive() and time.monotonic() < deadline:  # PR_SET_PDEATHSIG
         time.sleep(0.01)
-    assert not first.worker.alive()
+    assert not first.session.worker.alive()
     second = DbosDriver(str(tmp_path))
     try:
         assert second.read_log("x") == before
@@ -178,6 +178,6 @@ def test_reset_after_a_crash_recovers_nothing(driver: DbosDriver) -> None:
     driver.define_flow("f", CRASHING)
     assert driver.start("x", "f", None).crashed
     driver.reset()  # no live worker: the next one empties the store before DBOS.launch() recovers
-    assert driver.read_log("x") == [] and driver._status("x") is None
+    assert driver.read_log("x") == [] and driver.session.status("x") is None
     driver.define_flow("f", TWO_GATES)
     assert driver.start("x", "f", None).ok and driver.read_state("x")["status"] == "suspended"

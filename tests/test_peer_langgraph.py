@@ -19,7 +19,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.func import entrypoint, task  # noqa: E402
 from langgraph.types import Command, interrupt  # noqa: E402
 
-from loomcheck.peers.langgraph import LangGraphDriver, make, make_raw  # noqa: E402
+from loomcheck.peers.langgraph.driver import LangGraphDriver, make, make_raw  # noqa: E402
 from peer_logs import observed, types  # noqa: E402
 from loomcheck.cli import main  # noqa: E402
 
@@ -45,14 +45,14 @@ def test_a_step_is_a_task_that_langgraph_runs_once_and_replays(driver: LangGraph
     # The body ran once (one STEP_STARTED) although the entrypoint ran three times.
     assert types(driver, "x").count("STEP_STARTED") == 1
     # LangGraph itself holds the step's result as the task's __return__ write.
-    returns = [value for channel, value in driver._input_writes("x") if channel == "__return__"]
+    returns = [value for channel, value in driver.session.input_writes("x") if channel == "__return__"]
     assert returns == [{"stepId": "plan", "output": {"plan": "p"}}]
     assert driver.read_state("x")["steps"] == {"plan": {"status": "completed", "attempt": 1, "output": {"plan": "p"}}}
 
 
 def test_the_ith_interrupt_receives_the_ith_answer_and_parks_with_its_condition(driver: LangGraphDriver) -> None:
     assert driver.start("x", "f", None).ok
-    snapshot = driver.graph.get_state(driver._config("x"))
+    snapshot = driver.session.graph.get_state(driver.session.config("x"))
     assert [i.value for t in snapshot.tasks for i in t.interrupts] == [{"why": "first", "on": "go1"}]
     assert driver.read_state("x")["suspendedOn"] == {"why": "first", "on": "go1"}
     assert driver.read_log("x")[-1] == {"seq": 4, "type": "EXECUTION_SUSPENDED",
@@ -63,7 +63,7 @@ def test_the_ith_interrupt_receives_the_ith_answer_and_parks_with_its_condition(
                                      {"gate": 1, "on": "go2", "value": [2]}]
     state = driver.read_state("x")
     assert state["status"] == "completed"
-    assert state["output"] == "done" == driver.graph.get_state(driver._config("x")).values
+    assert state["output"] == "done" == driver.session.graph.get_state(driver.session.config("x")).values
     assert state["variables"]["_input"] is None  # the input travels wrapped, because LangGraph reads None as "continue"
 
 
@@ -73,7 +73,7 @@ def test_a_crash_in_a_task_and_langgraphs_recovery() -> None:
                         {"op": "suspend", "on": "go"}, {"op": "observe"}]}
     assert d.define_flow("f", program).ok
     assert d.start("x", "f", None).crashed
-    snapshot = d.graph.get_state(d._config("x"))
+    snapshot = d.session.graph.get_state(d.session.config("x"))
     assert [t.error for t in snapshot.tasks] and all("WorkerCrash" in str(t.error) for t in snapshot.tasks)
     assert d.read_state("x")["status"] == "running"
     assert d.recover_abandoned() == ["x"]
@@ -135,9 +135,8 @@ def test_finding_get_state_after_a_crash_reports_the_answered_interrupt_as_pendi
 class NoReplayDriver(LangGraphDriver):
     """A broken mapping: steps called as plain functions, not LangGraph tasks."""
 
-    def _open(self) -> None:
-        super()._open()
-        import loomcheck.peers.langgraph as module
+    def __init__(self) -> None:
+        import loomcheck.peers.langgraph.glue as module
 
         self._saved_step = module._step
 
@@ -149,9 +148,10 @@ class NoReplayDriver(LangGraphDriver):
                 return self.value
 
         module._step = lambda step_id, body: Plain({"stepId": step_id, "output": body()})
+        super().__init__()
 
     def close(self) -> None:
-        import loomcheck.peers.langgraph as module
+        import loomcheck.peers.langgraph.glue as module
 
         module._step = self._saved_step
         super().close()
@@ -164,7 +164,7 @@ def make_no_replay() -> NoReplayDriver:
 def test_the_suite_catches_a_step_that_langgraph_does_not_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
-    import loomcheck.peers.langgraph as module
+    import loomcheck.peers.langgraph.glue as module
 
     # The run may leave a driver unclosed, and with it the patched step: restored here whatever happens.
     monkeypatch.setattr(module, "_step", module._step)

@@ -1,6 +1,6 @@
 """The LlamaIndex Workflows adapter maps each primitive faithfully (checked against LlamaIndex's
 own records, the serialized context, not only through the adapter), and the divergences in
-adapters/manifests/llamaindex.toml are LlamaIndex's own behaviour: each is shown here directly
+peers/llamaindex/llamaindex.toml are LlamaIndex's own behaviour: each is shown here directly
 on a plain workflow, with no adapter in the way, in a few calls."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ pytest.importorskip("workflows")
 from workflows import Context  # noqa: E402
 from workflows.events import HumanResponseEvent  # noqa: E402
 
-from loomcheck.peers.llamaindex import GATES_KEY, STEPS_KEY, LlamaIndexDriver, make, waiter_id  # noqa: E402
+from loomcheck.peers.llamaindex.driver import LlamaIndexDriver, make  # noqa: E402
+from loomcheck.peers.llamaindex.glue import GATES_KEY, STEPS_KEY, waiter_id  # noqa: E402
 from peer_logs import observed, types  # noqa: E402
 
 TWO_GATES = {"body": [{"op": "step", "id": "plan", "output": {"plan": "p"}},
@@ -28,7 +29,7 @@ TWO_GATES = {"body": [{"op": "step", "id": "plan", "output": {"plan": "p"}},
 
 def saved(driver: LlamaIndexDriver, execution: str) -> dict[str, Any]:
     """LlamaIndex's own durable state: the context it serialized (Context.to_dict)."""
-    return json.loads(driver._saved[execution])
+    return json.loads(driver.session.saved[execution])
 
 
 def waiters(context: dict[str, Any]) -> list[dict[str, Any]]:
@@ -93,11 +94,11 @@ def test_a_step_body_runs_on_every_run_of_the_llamaindex_step(driver: LlamaIndex
 
 def test_an_answer_no_waiter_matches_is_dropped_and_reported_unhandled(driver: LlamaIndexDriver) -> None:
     assert driver.start("x", "f", None).ok
-    before = driver._saved["x"]
+    before = driver.session.saved["x"]
     outcome = driver.resume("x", "go2", "early")
     assert (outcome.ok, outcome.reason) == (False, "gate-mismatch")
     assert "UnhandledEvent" in outcome.message
-    assert driver._saved["x"] == before  # the durable state is the context saved at the park
+    assert driver.session.saved["x"] == before  # the durable state is the context saved at the park
     assert "go2" not in types(driver, "x")
     assert driver.read_state("x")["suspendedOn"] == {"why": "first", "on": "go1"}
 

@@ -19,7 +19,8 @@ from prefect.client.orchestration import get_client  # noqa: E402
 from prefect.flow_runs import resume_flow_run  # noqa: E402
 from prefect.results import ResultStore  # noqa: E402
 
-from loomcheck.peers.prefect import PrefectDriver, make, step_key  # noqa: E402
+from loomcheck.peers.prefect.driver import PrefectDriver, make  # noqa: E402
+from loomcheck.peers.prefect.glue import step_key  # noqa: E402
 from peer_logs import observed, types  # noqa: E402
 
 TWO_GATES = {"body": [{"op": "step", "id": "plan", "output": {"plan": "p"}},
@@ -31,7 +32,7 @@ TWO_GATES = {"body": [{"op": "step", "id": "plan", "output": {"plan": "p"}},
 def flow_run(driver: PrefectDriver, execution: str) -> Any:
     """Prefect's own record of the execution's flow run."""
     with get_client(sync_client=True) as client:
-        return client.read_flow_run(driver.runs[execution])
+        return client.read_flow_run(driver.session.runs[execution])
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +45,14 @@ def server() -> Any:
 @pytest.fixture
 def driver(server: PrefectDriver) -> Any:
     server.reset()
-    server.guarded = True  # make()
+    server.session.guarded = True  # make()
     assert server.define_flow("f", TWO_GATES).ok
     return server
 
 
 @pytest.fixture
 def raw(driver: PrefectDriver) -> Any:
-    driver.guarded = False  # make_raw(): every call straight to Prefect (one server per process)
+    driver.session.guarded = False  # make_raw(): every call straight to Prefect (one server per process)
     return driver
 
 
@@ -63,7 +64,7 @@ def test_a_step_is_a_cached_task_that_prefect_runs_once_and_replays(driver: Pref
     # The flow ran three times; the task's body once (one STEP_STARTED).
     assert types(driver, "x").count("STEP_STARTED") == 1
     # Prefect's result store holds the step's value under the flow run's key.
-    record = ResultStore().read(step_key(driver.runs["x"], "plan"))
+    record = ResultStore().read(step_key(driver.session.runs["x"], "plan"))
     assert record.result == {"stepId": "plan", "output": {"plan": "p"}}
     assert driver.read_state("x")["steps"] == {"plan": {"status": "completed", "attempt": 1, "output": {"plan": "p"}}}
 
@@ -105,7 +106,7 @@ def test_prefect_refuses_a_resume_of_a_run_that_is_not_paused(driver: PrefectDri
 def test_prefect_validates_the_run_input_against_the_stored_schema(driver: PrefectDriver) -> None:
     assert driver.start("x", "f", None).ok
     with pytest.raises(RuntimeError, match="Reason:"):
-        resume_flow_run(driver.runs["x"], run_input={"wrong": 1})  # no `value`: the server rejects it
+        resume_flow_run(driver.session.runs["x"], run_input={"wrong": 1})  # no `value`: the server rejects it
     assert flow_run(driver, "x").state.is_paused()
 
 

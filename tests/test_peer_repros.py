@@ -50,7 +50,7 @@ def test_the_reproducer_still_reproduces_with_only_the_library(script: Path) -> 
     assert "Traceback" not in done.stderr, done.stderr  # a crash (say, importing loomcheck) is not a reproduction
     assert done.returncode == 1, (
         f"{script.name} no longer reproduces (exit {done.returncode}): upstream changed this behaviour. Re-run loomcheck "
-        f"on {script.parts[-3]} and update results/peers/, its ANALYSIS.md and peers/manifests/.\n{done.stdout}")
+        f"on {script.parts[-3]} and update results/peers/, its ANALYSIS.md and its manifest in peers/.\n{done.stdout}")
 
 
 @pytest.mark.parametrize("report", COMPLETE)

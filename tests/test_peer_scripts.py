@@ -1,9 +1,7 @@
-"""`loomcheck repro --impl <peer>` writes a script in the peer's own API
-(peers/scripts/). For every committed finding of a peer whose adapter has a
-translation: the script runs with loomcheck unimportable, reproduces (exit 1), and
-its log of every execution is the adapter's, event for event, with the same
-outcomes. That last check is what keeps a translation from drifting away from
-the adapter it transcribes."""
+"""`loomcheck repro --impl <peer>` writes a script in the peer's own API (peers/reproducer.py):
+the adapter's own glue, rendered, and the counterexample's operations on it. For every committed
+finding of a peer: the script runs with loomcheck unimportable, reproduces (exit 1), and its log
+of every execution is the adapter's, event for event, with the same outcomes."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ import pytest
 
 from loomcheck.peers import PEERS
 from loomcheck.peers.base import GUARD_JUDGES
+from loomcheck.peers.reproducer import render
 from loomcheck.peers.witness import Witness
 from loomcheck.run.loading import ImplementationSpecError, check_spec
 from loomcheck.run.manifest import load_manifest
@@ -55,3 +56,28 @@ def test_the_witness_keeps_hostile_names_and_dedupes_facts(tmp_path: Path) -> No
     assert again.executions() == ["\ud800x"] and again.flow_of("\ud800x") == "f\udfff"
     assert again.log("\ud800x") == [{"seq": 1, "type": "go\ud800", "payload": {"k\ud800": "v"}},
                                     {"seq": 2, "type": "app.note", "payload": {"a": 1, "b": 2}}]
+
+
+def test_the_renderer_keeps_a_glue_module_whole_and_refuses_what_a_script_cannot_hold(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reproducer is the glue's own source: less its docstring and its imports of the other
+    rendered modules, nothing else dropped; an import of the rest of loomcheck, or one name
+    defined two ways, would make a script that is not the adapter, so it is refused."""
+    package = tmp_path / "gluepkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text('"""The base."""\nimport json\n\nX = json.dumps(1)\n')
+    (package / "top.py").write_text('"""The top."""\nfrom gluepkg.base import X\n\n\ndef y():\n    return X\n')
+    (package / "again.py").write_text("X = 2\n")
+    (package / "reaches.py").write_text("from loomcheck.spec.vocabulary import vocabulary\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    text = "\n".join(render(("gluepkg.base", "gluepkg.top")))
+    assert "import json" in text and "X = json.dumps(1)" in text and "def y():" in text
+    assert "The base." not in text and "from gluepkg" not in text
+    namespace: dict[str, object] = {}
+    exec(compile(text, "script", "exec"), namespace)
+    assert namespace["y"]() == "1"  # type: ignore[operator]
+    with pytest.raises(ValueError, match="defined by both"):
+        render(("gluepkg.base", "gluepkg.again"))
+    with pytest.raises(ValueError, match="does not hold"):
+        render(("gluepkg.reaches",))

@@ -1,35 +1,6 @@
-"""LangGraph through the driver interface: the functional API on a SQLite checkpointer.
-
-    pip install 'loomcheck[langgraph]'
-    loomcheck run --impl langgraph
-
-How each primitive maps (LangGraph's own, nothing re-implemented):
-
-    a flow execution     one thread of one `@entrypoint(checkpointer=SqliteSaver)`; thread_id = execution id;
-                         the input travels as {"input": value}, because LangGraph reads None as "continue"
-    the flow body        walker.run_program, re-run from the top by LangGraph on every resume
-    step                 a `@task` call; LangGraph replays a finished task's result on a re-run and
-                         stores it as a `__return__` write of the checkpoint
-    suspend (a gate)     `interrupt(condition)`; the condition is the interrupt's value
-    park                 the run ends with a pending interrupt (`get_state().tasks[*].interrupts`)
-    resume gate X with P `invoke(Command(resume={interrupt_id: P}))`, addressed to the pending interrupt
-                         whose value names X. LangGraph's resume carries no event type; when no
-                         pending interrupt names X (a wrong gate, a kernel type, an execution that is
-                         not parked) the answer goes as LangGraph's plain positional
-                         `Command(resume=P)`, and the suite reports what LangGraph does with it.
-    crash fault          an exception escapes the task (the worker dies mid-step); the checkpoint
-                         keeps what was written before
-    recover              `invoke(None)`: LangGraph re-runs the thread from its last checkpoint
-    state                `get_state` / the checkpointer's records: status from the pending tasks and
-                         interrupts, the input from the `input` checkpoint's `__start__`, step outputs
-                         from `__return__` writes, the answers from the entrypoint task's `__resume__`
-                         write while parked, the output from the final values
-
-What does not map (reported not-applicable in adapters/manifests/langgraph.toml): typed answers
-(an interrupt's `response_schema` is surfaced to clients but, as LangGraph documents, resume values
-are not validated), human steps, in-doubt effects, parallel branches, emits of kernel events,
-approvals, timers, resumeAs and state migration, legacy logs, retention.
-"""
+"""LangGraph's glue: the functional API on a SQLite checkpointer, one thread per execution. The
+driver (driver.py) and every reproducer (template.py) run this same code; how each primitive
+maps: NOTES.md."""
 
 from __future__ import annotations
 
@@ -45,9 +16,9 @@ from langgraph.config import get_config
 from langgraph.func import entrypoint, task
 from langgraph.types import Command, interrupt
 
-from loomcheck.peers.base import Completed, Crashed, Ending, Failed, Parked, PeerDriver, folded_state
+from loomcheck.peers.session import Completed, Crashed, Done, Ending, Failed, Parked, Refused, Session, folded_state
 from loomcheck.peers.walker import EmitRefused, WorkerCrash, run_program
-from loomcheck.contract.driver import Outcome
+from loomcheck.peers.witness import Witness
 
 JSON = Any
 
@@ -74,34 +45,33 @@ class _LangGraphPeer:
         return self._input
 
 
-class LangGraphDriver(PeerDriver):
-    peer = "LangGraph"
-    distribution = "langgraph"
-    features = ["recover"]
+class LangGraphSession(Session):
+    """The adapter's hold on LangGraph: one entrypoint on a checkpointer in a temporary directory."""
 
-    def __init__(self, guarded: bool = True) -> None:
-        super().__init__(guarded=guarded)
+    def __init__(self, guarded: bool, kernel_types: frozenset[str]) -> None:
+        super().__init__(Witness(), guarded, kernel_types)
         self._dir = tempfile.mkdtemp(prefix="loomcheck-langgraph-")
-        atexit.register(shutil.rmtree, self._dir, True)  # also when the caller never closes the driver
+        atexit.register(shutil.rmtree, self._dir, True)  # also when the caller never closes the session
         self._open()
 
     def _open(self) -> None:
         self._conn = sqlite3.connect(str(Path(self._dir) / "checkpoints.db"), check_same_thread=False)
         self.saver = SqliteSaver(self._conn)
         self._last: dict[str, Ending] = {}  # how LangGraph's latest run of each thread ended, as invoke returned it
-        driver = self
+        session = self
 
         @entrypoint(checkpointer=self.saver)
         def loomcheck_flow(input: JSON) -> JSON:
             execution = get_config()["configurable"]["thread_id"]
-            program = driver.flows[driver.witness.flow_of(execution) or ""]
-            return run_program(program, execution, driver.witness, _LangGraphPeer(input["input"]))
+            program = session.programs[session.witness.flow_of(execution) or ""]
+            return run_program(program, execution, session.witness, _LangGraphPeer(input["input"]),
+                               session.kernel_types)
 
         self.graph = loomcheck_flow
 
     # -- running ----------------------------------------------------------------------
     @staticmethod
-    def _config(execution_id: str) -> dict[str, JSON]:
+    def config(execution_id: str) -> dict[str, JSON]:
         return {"configurable": {"thread_id": execution_id}}
 
     def _run(self, execution_id: str, command: JSON) -> Ending:
@@ -112,7 +82,7 @@ class LangGraphDriver(PeerDriver):
     def _invoke(self, execution_id: str, command: JSON) -> Ending:
         """One run, and how it ended as LangGraph returned it."""
         try:
-            returned = self.graph.invoke(command, self._config(execution_id))
+            returned = self.graph.invoke(command, self.config(execution_id))
         except WorkerCrash as crash:
             return Crashed(str(crash))
         except EmitRefused as refused:
@@ -135,7 +105,7 @@ class LangGraphDriver(PeerDriver):
         ending = self._last.get(execution_id)
         if not isinstance(ending, Parked):
             return None
-        snapshot = snapshot if snapshot is not None else self.graph.get_state(self._config(execution_id))
+        snapshot = snapshot if snapshot is not None else self.graph.get_state(self.config(execution_id))
         stored = [i.value for t in snapshot.tasks for i in t.interrupts]
         value = stored[-1] if stored else ending.condition
         return value if isinstance(value, dict) else {"on": value}
@@ -143,13 +113,8 @@ class LangGraphDriver(PeerDriver):
     def _finished(self, execution_id: str) -> bool:
         return isinstance(self._last.get(execution_id), (Completed, Failed))
 
-    def translation(self) -> Any:
-        from loomcheck.peers.scripts.langgraph import LangGraphScript
-
-        return LangGraphScript(guarded=self.guarded is True)
-
-    # -- the driver interface ----------------------------------------------------------
-    def start(self, execution_id: str, flow_id: str, input: JSON) -> Outcome:
+    # -- the operations ---------------------------------------------------------------
+    def start(self, execution_id: str, flow_id: str, input: JSON) -> Done:
         refused = self.open_execution(execution_id, flow_id, input)  # a used thread id would continue that thread
         if refused is not None:
             return refused
@@ -157,12 +122,11 @@ class LangGraphDriver(PeerDriver):
         # wrapped: {"input": value} (a limit of the mapping, not of LangGraph's semantics).
         return self.settle(execution_id, self._run(execution_id, {"input": input}))
 
-    def resume(self, execution_id: str, event_type: str, payload: JSON,
-               options: dict[str, JSON] | None = None) -> Outcome:
+    def resume(self, execution_id: str, event_type: str, payload: JSON) -> Done:
         if not self.witness.exists(execution_id):
             # LangGraph would start a new thread with this answer as its first gate's value.
-            return Outcome.refused("ResumeRefusedError", "unknown-execution", f"no execution {execution_id!r}")
-        snapshot = self.graph.get_state(self._config(execution_id))  # read once: the guard and the address
+            return Refused("ResumeRefusedError", "unknown-execution", f"no execution {execution_id!r}")
+        snapshot = self.graph.get_state(self.config(execution_id))  # read once: the guard and the address
         refused = self.guard(event_type, self._parked(execution_id, snapshot), self._finished(execution_id))
         if refused is not None:
             return refused
@@ -174,9 +138,9 @@ class LangGraphDriver(PeerDriver):
         self.record_answer(execution_id, event_type, payload)
         return self.settle(execution_id, self._run(execution_id, command))
 
-    def recover(self, execution_id: str) -> Outcome:
+    def recover(self, execution_id: str) -> Done:
         if not self.witness.exists(execution_id):
-            return Outcome.refused("ResumeRefusedError", "unknown-execution", f"no execution {execution_id!r}")
+            return Refused("ResumeRefusedError", "unknown-execution", f"no execution {execution_id!r}")
         refused = self.guard(None, self._parked(execution_id), self._finished(execution_id))
         if refused is not None:
             return refused
@@ -190,11 +154,12 @@ class LangGraphDriver(PeerDriver):
             self.recover(execution_id)
         return crashed
 
+    # -- LangGraph's own records ----------------------------------------------------------
     def read_state(self, execution_id: str) -> dict[str, JSON]:
         flow_id = self.witness.flow_of(execution_id)
         if flow_id is None:
             return folded_state(status="pending", flow_id=None, sequence=0)
-        writes = self._input_writes(execution_id)
+        writes = self.input_writes(execution_id)
         steps = {w["stepId"]: {"status": "completed", "attempt": 1, "output": w["output"]}
                  for channel, w in writes if channel == "__return__" and isinstance(w, dict) and "stepId" in w}
         # LangGraph keeps no record of a task that started and did not finish (a crash mid-step).
@@ -205,15 +170,15 @@ class LangGraphDriver(PeerDriver):
         return folded_state(status=status, flow_id=flow_id, sequence=self.sequence(execution_id),
                             input=self._input(execution_id), answers=answers,
                             suspended_on=self._parked(execution_id), steps=steps,
-                            output=self.graph.get_state(self._config(execution_id)).values if status == "completed" else None,
+                            output=self.graph.get_state(self.config(execution_id)).values if status == "completed" else None,
                             error=ending.error if isinstance(ending, Failed) else None)
 
     def _input_checkpoint(self, execution_id: str) -> Any:
         """The thread's first checkpoint (source "input"): its input and the entrypoint's writes."""
-        return next((saved for saved in self.saver.list(self._config(execution_id))
+        return next((saved for saved in self.saver.list(self.config(execution_id))
                      if saved.metadata.get("source") == "input"), None)
 
-    def _input_writes(self, execution_id: str) -> list[tuple[str, JSON]]:
+    def input_writes(self, execution_id: str) -> list[tuple[str, JSON]]:
         saved = self._input_checkpoint(execution_id)
         return [(channel, value) for _, channel, value in (saved.pending_writes or [])] if saved else []
 
@@ -222,6 +187,7 @@ class LangGraphDriver(PeerDriver):
         wrapped = saved.checkpoint["channel_values"].get("__start__") if saved else None
         return wrapped.get("input") if isinstance(wrapped, dict) else None
 
+    # -- lifecycle --------------------------------------------------------------------
     def reset(self) -> None:
         super().reset()
         self._conn.close()
@@ -233,13 +199,3 @@ class LangGraphDriver(PeerDriver):
         super().close()
         self._conn.close()
         shutil.rmtree(self._dir, ignore_errors=True)
-
-
-def make() -> LangGraphDriver:
-    """Guarded: the integration's own checks before an answer (peers/base.py)."""
-    return LangGraphDriver()
-
-
-def make_raw() -> LangGraphDriver:
-    """Every call straight through to LangGraph."""
-    return LangGraphDriver(guarded=False)

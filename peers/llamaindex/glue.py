@@ -1,75 +1,6 @@
-"""LlamaIndex Workflows through the driver interface: one step, a wait-for-event per gate,
-and the serialized context (`Context.to_dict` / `Context.from_dict`) as the durable state.
-
-    pip install 'loomcheck[llamaindex]'
-    loomcheck run --impl llamaindex
-
-How each primitive maps (LlamaIndex's own, nothing re-implemented):
-
-    a flow execution     one run of a `Workflow` with a single `@step` (`flow`, StartEvent -> StopEvent);
-                         the execution id is the workflow instance's, the input travels as the
-                         StartEvent's `input` field
-    the flow body        walker.run_program inside that step. LlamaIndex re-runs a step from its top
-                         whenever one of its waiters is resolved ("the runtime pauses by throwing an
-                         internal control-flow exception and replays the entire step", the
-                         `wait_for_event` docstring), and again on every restore of a context whose
-                         waiters carry requirements (it "re-pings" the step to learn them again)
-    step                 the body runs inline, every time LlamaIndex runs the step. LlamaIndex has no
-                         step memoisation: its docs tell the user to "keep [wait_for_event] near the
-                         top of the step and make any preceding work safe to repeat", and document no
-                         "do work once" mechanism. Memoising by hand in `ctx.store` would be the adapter
-                         deciding that a step replays, a kernel rule the peer does not have, so the
-                         adapter does not: the step's value is only *recorded* in `ctx.store`
-                         (`loomcheck_steps`), the peer's durable state store, which is what read_state
-                         reads. replay.step-runs-once then reports the peer's model, not an adapter gap.
-    suspend (a gate)     `await ctx.wait_for_event(HumanResponseEvent, waiter_event=InputRequiredEvent(
-                         condition=..., gate=i), waiter_id=<gate i and its condition>, requirements=
-                         {"on": <gate name>}, timeout=None)`. The name travels where LlamaIndex carries
-                         it: the waiter's requirements, matched as `getattr(event, "on") == name`; the
-                         waiter id (one per call site, as the docs ask) names the gate's position and
-                         condition, so the saved context says what it waits for
-    park                 the run goes idle (`WorkflowIdleEvent` on the stream, `expose_internal=True`);
-                         the adapter saves `handler.ctx.to_dict()` as JSON text (the durable state, kept
-                         in process) and cancels the run (`handler.cancel_run()`), the documented
-                         "stopping/resuming between human responses" pattern
-    resume gate X with P `Context.from_dict(workflow, saved)`, `workflow.run(ctx=restored)`, wait until the
-                         restored run is idle again (its re-ping settled), then
-                         `handler.send_event(HumanResponseEvent(on=X, response=P))`. The docs send the
-                         event right after `run`; that races the re-ping (the re-run re-registers the
-                         waiter unresolved and the answer is lost), so the adapter waits, which gives
-                         LlamaIndex the best chance; see the notes.
-                         The answer is recorded as accepted when LlamaIndex runs the step because of it.
-                         When no waiter and no step takes it, LlamaIndex drops it and says so with an
-                         `UnhandledEvent` on the stream (no exception: `send_event` returns). That notice
-                         is the peer's only verdict, and the adapter reports it as the refusal
-                         gate-mismatch, the peer's reason (no waiter's requirements matched), whatever
-                         the name was: LlamaIndex has no kernel namespace and no "not suspended" rule.
-    a re-park            when the restored run ran the step before going idle (the re-ping, or a new run
-                         over a finished context), that idle is witnessed as its own EXECUTION_SUSPENDED
-    completion           the handler's result (`StopEvent.result`); the context is saved again
-    threads              the walker is synchronous and LlamaIndex is async: the walker runs on one worker
-                         thread (runs of the step one at a time, in the order LlamaIndex started them) and
-                         calls the step's context back on the driver's own event loop. A run LlamaIndex
-                         cancels (paused, or finished while a second run of the step was going) is
-                         cancelled at the walker's next call into the peer, where an async step would be
-                         cancelled at its next await; every operation drains its walkers before returning
-    failure              an exception from the step (a refused kernel-type emit): the run fails
-
-    state                the saved context: status from `is_running` and the waiters (one unresolved
-                         waiter = suspended on the condition in its id), the answers from the resolved
-                         waiters while parked (LlamaIndex keeps them until the step completes) and from
-                         the store's `loomcheck_gates` once complete (it drops its waiters then), the
-                         step values and the input the run was handed from the store, the output from
-                         the handler's result
-
-What does not map (reported not-applicable in adapters/manifests/llamaindex.toml): crash faults and
-recovery (LlamaIndex's durable state is what the caller saved with to_dict at a park; in process it
-keeps no journal a re-drive could continue from, so a worker death mid-step has no peer counterpart to
-drive), typed answers (events are pydantic models, but a wait matches on type and requirements only and
-the payload is free), human steps, in-doubt effects, parallel branches, emits of kernel events,
-approvals, timers (wait_for_event has a timeout, but on the wall clock, not an injectable one),
-resumeAs and state migration, legacy logs, retention.
-"""
+"""LlamaIndex Workflows' glue: one step, a wait-for-event per gate, and the serialized context
+(`Context.to_dict` / `Context.from_dict`) as the durable state. The driver (driver.py) and every
+reproducer (template.py) run this same code; how each primitive maps: NOTES.md."""
 
 from __future__ import annotations
 
@@ -86,9 +17,9 @@ from workflows import Context, Workflow, step
 from workflows.events import (HumanResponseEvent, InputRequiredEvent, StartEvent, StopEvent, UnhandledEvent,
                               WorkflowIdleEvent)
 
-from loomcheck.peers.base import Completed, Crashed, Ending, Failed, Parked, PeerDriver, folded_state
+from loomcheck.peers.session import Completed, Crashed, Done, Ending, Failed, Parked, Refused, Session, folded_state
 from loomcheck.peers.walker import EmitRefused, WorkerCrash, run_program
-from loomcheck.contract.driver import Outcome
+from loomcheck.peers.witness import Witness
 
 JSON = Any
 
@@ -168,19 +99,17 @@ async def _record(ctx: Context, key: str, name: str, value: JSON, count: bool = 
         state[key] = table
 
 
-class LlamaIndexDriver(PeerDriver):
-    peer = "LlamaIndex Workflows"
-    distribution = "llama-index-workflows"
-    features: list[str] = []
+class LlamaIndexSession(Session):
+    """The adapter's hold on LlamaIndex: an event loop, one walker thread, each execution's saved context."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, kernel_types: frozenset[str]) -> None:
+        super().__init__(Witness(), None, kernel_types)
         self._loop = asyncio.new_event_loop()
         # One walker thread: runs of the step execute one at a time, in the order LlamaIndex
         # started them, as its async steps would (the walker is synchronous; the loop stays free).
         self._walker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loomcheck-llamaindex")
         self._inflight: set[asyncio.Future[Any]] = set()
-        self._saved: dict[str, str] = {}        # execution -> to_dict() as JSON text: the durable state
+        self.saved: dict[str, str] = {}        # execution -> to_dict() as JSON text: the durable state
         self._results: dict[str, JSON] = {}     # execution -> the handler's result, as LlamaIndex returned it
         self._errors: dict[str, JSON] = {}      # execution -> how the run failed
         self._pending: dict[str, tuple[str, JSON]] = {}  # an answer sent, not yet taken by a run of the step
@@ -189,22 +118,23 @@ class LlamaIndexDriver(PeerDriver):
 
     # -- the workflow -------------------------------------------------------------------
     def _workflow(self, execution_id: str) -> Workflow:
-        driver = self
+        session = self
 
         class LoomcheckFlow(Workflow):
             @step
             async def flow(self, ctx: Context, ev: StartEvent) -> StopEvent:
-                driver._answer_taken(execution_id)
-                program = driver.flows[driver.witness.flow_of(execution_id) or ""]
+                session._answer_taken(execution_id)
+                program = session.programs[session.witness.flow_of(execution_id) or ""]
                 input = getattr(ev, "input", None)
                 async with ctx.store.edit_state() as state:
                     state[INPUT_KEY] = input
                 loop = asyncio.get_running_loop()
                 peer = _LlamaIndexPeer(ctx, loop, input)
-                walk = loop.run_in_executor(driver._walker, contextvars.copy_context().run,
-                                            run_program, program, execution_id, driver.witness, peer)
-                driver._inflight.add(walk)
-                walk.add_done_callback(driver._walk_done)
+                walk = loop.run_in_executor(session._walker, contextvars.copy_context().run,
+                                            run_program, program, execution_id, session.witness, peer,
+                                            session.kernel_types)
+                session._inflight.add(walk)
+                walk.add_done_callback(session._walk_done)
                 try:
                     output = await asyncio.shield(walk)
                 except asyncio.CancelledError:
@@ -225,14 +155,9 @@ class LlamaIndexDriver(PeerDriver):
         if pending is not None:
             self.record_answer(execution_id, *pending)
 
-    def translation(self) -> Any:
-        from loomcheck.peers.scripts.llamaindex import LlamaIndexScript
-
-        return LlamaIndexScript()
-
     # -- running ------------------------------------------------------------------------
     def _drive(self, operation: Callable[[list[Any]], Any]) -> Any:
-        """Run one operation on the driver's loop; afterwards no run of the peer is left going
+        """Run one operation on the session's loop; afterwards no run of the peer is left going
         (a paused or finished run's step is cancelled by LlamaIndex, and its walker drained)."""
         handlers: list[Any] = []
 
@@ -301,7 +226,7 @@ class LlamaIndexDriver(PeerDriver):
             self.settle(execution_id, Parked(condition))
 
     def _save(self, execution_id: str, handler: Any) -> None:
-        self._saved[execution_id] = json.dumps(handler.ctx.to_dict())
+        self.saved[execution_id] = json.dumps(handler.ctx.to_dict())
 
     async def _start(self, execution_id: str, input: JSON, handlers: list[Any]) -> Ending:
         handler = self._workflow(execution_id).run(start_event=StartEvent(input=input))
@@ -310,7 +235,7 @@ class LlamaIndexDriver(PeerDriver):
 
     async def _resume(self, execution_id: str, event_type: str, payload: JSON, handlers: list[Any]) -> Ending | None:
         workflow = self._workflow(execution_id)
-        restored = Context.from_dict(workflow, json.loads(self._saved[execution_id]))
+        restored = Context.from_dict(workflow, json.loads(self.saved[execution_id]))
         handler = workflow.run(ctx=restored)
         handlers.append(handler)
         quiet = await self._until_quiet(handler)  # the restore's re-ping settles first
@@ -327,27 +252,26 @@ class LlamaIndexDriver(PeerDriver):
         self._pending.pop(execution_id, None)
         return await self._settle_run(execution_id, handler, quiet)
 
-    # -- the driver interface ----------------------------------------------------------
-    def start(self, execution_id: str, flow_id: str, input: JSON) -> Outcome:
+    # -- the operations ---------------------------------------------------------------
+    def start(self, execution_id: str, flow_id: str, input: JSON) -> Done:
         refused = self.open_execution(execution_id, flow_id, input)  # one saved context per id: a second would overwrite it
         if refused is not None:
             return refused
         return self.settle(execution_id, self._drive(lambda handlers: self._start(execution_id, input, handlers)))
 
-    def resume(self, execution_id: str, event_type: str, payload: JSON,
-               options: dict[str, JSON] | None = None) -> Outcome:
-        if execution_id not in self._saved:
+    def resume(self, execution_id: str, event_type: str, payload: JSON) -> Done:
+        if execution_id not in self.saved:
             # No saved context: nothing for from_dict to restore.
-            return Outcome.refused("ResumeRefusedError", "unknown-execution", f"no execution {execution_id!r}")
+            return Refused("ResumeRefusedError", "unknown-execution", f"no execution {execution_id!r}")
         ending = self._drive(lambda handlers: self._resume(execution_id, event_type, payload, handlers))
         if ending is None:
-            return Outcome.refused("ResumeRefusedError", "gate-mismatch",
-                                   f"LlamaIndex reported UnhandledEvent: no waiter or step took {event_type!r}")
+            return Refused("ResumeRefusedError", "gate-mismatch",
+                           f"LlamaIndex reported UnhandledEvent: no waiter or step took {event_type!r}")
         return self.settle(execution_id, ending)
 
     # -- the peer's view ------------------------------------------------------------------
     def _context(self, execution_id: str) -> dict[str, JSON]:
-        return json.loads(self._saved[execution_id])
+        return json.loads(self.saved[execution_id])
 
     def _waiters(self, execution_id: str) -> list[dict[str, JSON]]:
         return [w for worker in self._context(execution_id).get("workers", {}).values()
@@ -381,7 +305,7 @@ class LlamaIndexDriver(PeerDriver):
     def read_state(self, execution_id: str) -> dict[str, JSON]:
         flow_id = self.witness.flow_of(execution_id)
         sequence = self.sequence(execution_id)
-        if flow_id is None or execution_id not in self._saved:
+        if flow_id is None or execution_id not in self.saved:
             return folded_state(status="pending", flow_id=flow_id, sequence=sequence)
         store = self._store(execution_id)
         steps = {k: {"status": "completed", "attempt": v.get("runs", 1), "output": v.get("output")}
@@ -404,7 +328,7 @@ class LlamaIndexDriver(PeerDriver):
     # -- lifecycle ------------------------------------------------------------------------
     def reset(self) -> None:
         super().reset()
-        self._saved.clear()
+        self.saved.clear()
         self._results.clear()
         self._errors.clear()
         self._pending.clear()
@@ -420,15 +344,11 @@ class LlamaIndexDriver(PeerDriver):
             self._loop.close()
 
 
-_live: "weakref.WeakSet[LlamaIndexDriver]" = weakref.WeakSet()
+_live: "weakref.WeakSet[LlamaIndexSession]" = weakref.WeakSet()
 
 
 @atexit.register
 def _close_all() -> None:
     if threading.current_thread() is threading.main_thread():
-        for driver in list(_live):
-            driver.close()
-
-
-def make() -> LlamaIndexDriver:
-    return LlamaIndexDriver()
+        for session in list(_live):
+            session.close()
