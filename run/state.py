@@ -22,6 +22,7 @@ from loomcheck.run.counterexamples import CounterexampleFiles
 from loomcheck.run.coverage import Coverage
 from loomcheck.run.loading import TransportOptions
 from loomcheck.run.manifest import Manifest, apply_manifest
+from loomcheck.run.replay import ReplayResult
 from loomcheck.run.rootcauses import Evidence, root_causes
 from loomcheck.run.tally import Tally, Verdicts, record_of
 from loomcheck.spec.catalogue import Catalogue, Invariant
@@ -138,11 +139,12 @@ class RunState:
                                             reason=reason))
 
     def write_counterexample(self, name: str, operations: list[Operation], message: str | None,
-                             error: str | None) -> str | None:
-        """`name`'s counterexample file (an invariant's, or an implementation error's)."""
+                             error: str | None, did: ReplayResult | None = None) -> str | None:
+        """`name`'s counterexample file (an invariant's, or an implementation error's), with what the
+        implementation `did` with its operations when the caller replayed them."""
         mine = name in self.tallies
         adr = self.catalogue.get(name).adr if name in self.catalogue.ids else "0104"
-        return self.counterexamples.write(name, operations, message, error, adr=adr, one_file=mine,
+        return self.counterexamples.write(name, operations, message, error, adr=adr, one_file=mine, did=did,
                                           invariants=[name] if mine else [inv.id for inv in self.selected])
 
     def records(self) -> None:

@@ -9,7 +9,8 @@ replays); counterexamples the suite finds are written in the same format.
      "operations": [{"op": "define", ...}, {"op": "start", ...}, ...],
      "expect": {"outcomes": ["ok", "refused:gate-mismatch", ...],
                 "logs": {"x1": [{"seq": 1, "type": ..., "payload": ...}, ...]}},
-     "found": {"invariant": ..., "message": ..., "implementation": ...}}   # counterexamples only
+     "found": {"invariant": ..., "message": ..., "implementation": ...,         # counterexamples only
+               "outcomes": [...], "appended": [{"x1": [1, 2]}, ...], "logs": {"x1": [...]}}}
 """
 
 from __future__ import annotations
@@ -197,9 +198,18 @@ class Expectation(_Model):
 
 
 class Found(_Model):
+    """The failure a counterexample was written for, and what the implementation did with its
+    operations (files written before these were recorded hold only the first three)."""
+
     invariant: str
     message: str
     implementation: str
+    outcomes: list[str] | None = Field(default=None, description='per operation, as the implementation answered it: '
+                                                                 '"ok", "ok:crashed", "ok:[ids]" or "refused:<reason>"')
+    appended: list[dict[str, list[int]]] | None = Field(
+        default=None, description="per operation: each execution it appended to, with the sequence numbers appended")
+    logs: dict[str, list[DeepJson]] | None = Field(
+        default=None, description="each execution's log after the last operation, as the implementation returned it")
 
 
 class RegressionLog(_Model):
@@ -208,7 +218,7 @@ class RegressionLog(_Model):
     description: str
     adr: str = Field(pattern=r"^\d{4}$")
     invariants: list[str] = Field(min_length=1)
-    # "promoted": a counterexample a person copied into a committed corpus with `loomcheck promote` (issue 9).
+    # "promoted": a counterexample a person copied into a committed corpus with `loomcheck promote`.
     origin: Literal["adr", "counterexample", "promoted"]
     operations: list[OperationModel] = Field(min_length=1)
     expect: Expectation | None = None
@@ -241,7 +251,9 @@ def _dumped(op: BaseModel) -> dict[str, Any]:
 
 
 def dump_regression(log: RegressionLog) -> str:
-    data = log.model_dump(mode="json", exclude_none=True, exclude={"operations"})
+    data = log.model_dump(mode="json", exclude_none=True, exclude={"operations": True, "found": {"logs"}})
+    if log.found is not None and log.found.logs is not None:  # as given, like a payload: it may nest as deep
+        data["found"]["logs"] = log.found.logs
     # A define's program, a start's input and a resume's payload go out as given: pydantic's
     # serializer stops short of a view nested 1024 deep (ADR 0117 D1) or a payload nested
     # thousands deep (the hostile-payloads corpus), which the models keep as plain data.
