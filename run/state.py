@@ -167,4 +167,4 @@ class RunState:
         write_markdown(self.report, self.report_dir / "summary.md")
         if final:
             write_junit(self.report, self.report_dir / "junit.xml")
-            write_html([self.report_dir / "report.json"], self.report_dir / "report.html")
+            write_html(self.report, self.report_dir / "report.json", self.report_dir / "report.html")
