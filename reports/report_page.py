@@ -14,7 +14,8 @@ from loomcheck.reports.markdown import partial_because
 from loomcheck.reports.model import ExplanationModel, InvariantRecord, Report, RootCause
 from loomcheck.reports.timeline import Cited, Timeline, build_timeline, cite
 from loomcheck.spec.errors import SpecError
-from loomcheck.spec.regressions import Found, RegressionLog, load_regression
+from loomcheck.spec.files import deep_json
+from loomcheck.spec.regressions import Found, OperationModel, RegressionLog, load_regression
 
 EXIT_MEANING = {0: "everything passed", 1: "an invariant was violated",
                 2: "the run is incomplete or unknown (partial, an implementation error, a finding)"}
@@ -52,12 +53,12 @@ def render_report_page(report: Report, report_path: Path, html_dir: Path) -> str
     grouped = {r.id for r in report.results if r.rootCause not in (None, r.id)}
     loose = [r for r in report.results if r.status == "fail" and r.explanation is not None
              and r.id not in {c.cause.head for c in causes} and r.id not in grouped]
-    return template("report.html.j2").render(
+    return _writable(template("report.html.j2").render(
         report=report, code=code, verdict=VERDICT.get(code, "incomplete"), meaning=EXIT_MEANING.get(code, ""),
         counts=_counts(report), partial=None if report.complete else partial_because(report), causes=causes,
         loose=loose, applicable=[r for r in report.results if r.status != "not-applicable"],
         na=[r for r in report.results if r.status == "not-applicable"], status=status_label,
-        failed=sum(r.status == "fail" for r in report.results))
+        failed=sum(r.status == "fail" for r in report.results)))
 
 
 def render_replay_page(log: RegressionLog, found: Found | None, implementation: str,
@@ -65,11 +66,21 @@ def render_replay_page(log: RegressionLog, found: Found | None, implementation: 
                        failure: str | None, verdict: str) -> str:
     """`loomcheck replay --html`: the log's operations as `implementation` ran them, one picture
     per invariant it violated (or one without highlights when none was)."""
-    pictures = [(invariant, why, build_timeline(log.operations, found, why)) for invariant, why in explained]
+    pictures = [(invariant, why, _drawn(log.operations, found, why)) for invariant, why in explained]
     if not pictures:
-        pictures = [(None, None, build_timeline(log.operations, found, None))]
-    return template("replay.html.j2").render(log=log, implementation=implementation, pictures=pictures,
-                                             differences=differences, failure=failure, verdict=verdict)
+        pictures = [(None, None, _drawn(log.operations, found, None))]
+    return _writable(template("replay.html.j2").render(log=log, implementation=implementation, pictures=pictures,
+                                                       differences=differences, failure=failure, verdict=verdict))
+
+
+def _drawn(operations: list[OperationModel], found: Found | None, explanation: ExplanationModel | None) -> Timeline:
+    """The timeline, drawn at any depth: a payload may nest thousands deep (the hostile-payloads corpus)."""
+    return deep_json(lambda: build_timeline(operations, found, explanation))
+
+
+def _writable(page: str) -> str:
+    """A page a UTF-8 file can hold: a hostile name's lone surrogate is kept as its escape."""
+    return page.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def status_label(record: InvariantRecord) -> tuple[str, str]:
@@ -106,7 +117,7 @@ def _cause(number: int, cause: RootCause, record: InvariantRecord | None, report
     explanation = record.explanation if record is not None else None
     log, missing = _counterexample(cause.counterexample, report_path)
     href = counterexample_href(cause.counterexample, report_path, html_dir) if cause.counterexample else None
-    picture = build_timeline(log.operations, log.found, explanation) if log is not None else None
+    picture = _drawn(log.operations, log.found, explanation) if log is not None else None
     return Cause(number, cause, record, explanation, picture, picture.cited if picture else cite(explanation),
                  missing, href, cause.counterexample)
 

@@ -16,13 +16,14 @@ from loomcheck.contract.script import from_model
 from loomcheck.contract.session import Session, hello_of
 from loomcheck.reports.log_reading import read_log
 from loomcheck.reports.model import ExplanationModel, Implementation, InvariantRecord, Report, RootCause
-from loomcheck.reports.report_page import render_report_page
+from loomcheck.reports.report_page import render_replay_page, render_report_page
+from loomcheck.reports.writers import write_atomically
 from loomcheck.run.counterexamples import CounterexampleFiles
 from loomcheck.run.loading import TransportOptions
 from loomcheck.run.replay import run_operations
 from loomcheck.spec.catalogue import load_catalogue
 from loomcheck.spec.files import SPEC_ROOT
-from loomcheck.spec.regressions import load_regression
+from loomcheck.spec.regressions import DefineModel, Found, ResumeModel, StartModel, load_regression
 from mutants.recovery_resumes import make as recovery_resumes
 
 # ADR 0104's worked example: go1 answered, a crash, a recovery, then go2 answered. The mutant's
@@ -171,3 +172,30 @@ def test_replay_writes_the_same_picture(tmp_path: Path, capsys: pytest.CaptureFi
     assert len(pictures) == 3  # answer.one-suspend-point, ADDRESSED, recovery.records-no-answer
     assert len([a for _, a, _ in page.having("ev") if "data-seq" in a]) == 3 * 12 and page.having("pc from-down wrong")
     assert "operation 5: expected ok, got refused:not-suspended" in html
+
+
+def test_hostile_names_and_deep_payloads_are_drawn_and_written(tmp_path: Path) -> None:
+    """An execution id with a lone surrogate (the hostile-names corpus) and a payload nested
+    5 000 deep (the hostile-payloads corpus) still give a page a UTF-8 file can hold."""
+    deep: object = "bottom"
+    for _ in range(5000):
+        deep = [deep]
+    lane = "x\ud800"
+    program = {"body": [{"op": "suspend", "on": "go1"}, {"op": "observe"}, {"op": "complete"}]}
+    log = load_regression(CRASH)
+    found = Found(invariant=ADDRESSED, message="m", implementation="i", outcomes=["ok", "ok", "ok"],
+                  appended=[{}, {lane: [1, 2]}, {lane: [3, 4, 5, 6]}],
+                  logs={lane: [{"seq": 1, "type": "EXECUTION_STARTED", "payload": {"flowId": "f"}},
+                               {"seq": 2, "type": "EXECUTION_SUSPENDED", "payload": {"condition": {"on": "go1"}}},
+                               {"seq": 3, "type": "go1", "payload": deep},
+                               {"seq": 4, "type": "EXECUTION_RESUMED", "payload": deep},
+                               {"seq": 5, "type": "loomcheck.observed", "payload": {"gate": 0, "value": deep}},
+                               {"seq": 6, "type": "EXECUTION_COMPLETED", "payload": {}}]})
+    operations = [DefineModel(op="define", flow="f", program=program), StartModel(op="start", execution=lane, flow="f"),
+                  ResumeModel(op="resume", execution=lane, type="go1", payload=deep)]
+    out = tmp_path / "replay.html"
+    write_atomically(out, render_replay_page(log.model_copy(update={"operations": operations}), found, "i", [], [],
+                                             None, "passed"))
+    page = Page(out.read_text(encoding="utf-8"))
+    assert [attrs["data-lane"] for _, attrs, _ in page.having("h lane")] == ["x\\ud800"]
+    assert len([a for _, a, _ in page.having("ev") if "data-seq" in a]) == 6 and page.having("pc from-up")
