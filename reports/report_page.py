@@ -49,14 +49,11 @@ def render_report_page(report: Report, report_path: Path, html_dir: Path) -> str
     code = report.exit_code()
     records = {r.id: r for r in report.results}
     causes = [_cause(number, cause, records.get(cause.head), report_path, html_dir)
-              for number, cause in enumerate(report.rootCauses, start=1)]
-    grouped = {r.id for r in report.results if r.rootCause not in (None, r.id)}
-    loose = [r for r in report.results if r.status == "fail" and r.explanation is not None
-             and r.id not in {c.cause.head for c in causes} and r.id not in grouped]
+              for number, cause in enumerate(report.rootCauses or _ungrouped(report), start=1)]
     return _writable(template("report.html.j2").render(
         report=report, code=code, verdict=VERDICT.get(code, "incomplete"), meaning=EXIT_MEANING.get(code, ""),
         counts=_counts(report), partial=None if report.complete else partial_because(report), causes=causes,
-        loose=loose, applicable=[r for r in report.results if r.status != "not-applicable"],
+        grouped=bool(report.rootCauses), applicable=[r for r in report.results if r.status != "not-applicable"],
         na=[r for r in report.results if r.status == "not-applicable"], status=status_label,
         failed=sum(r.status == "fail" for r in report.results)))
 
@@ -71,6 +68,12 @@ def render_replay_page(log: RegressionLog, found: Found | None, implementation: 
         pictures = [(None, None, _drawn(log.operations, found, None))]
     return _writable(template("replay.html.j2").render(log=log, implementation=implementation, pictures=pictures,
                                                        differences=differences, failure=failure, verdict=verdict))
+
+
+def _ungrouped(report: Report) -> list[RootCause]:
+    """A report written before failures were grouped by root cause: each failure on its own."""
+    return [RootCause(head=r.id, adr=r.adr, decision=r.decision, title=r.title, message=r.message,
+                      counterexample=r.counterexample) for r in report.results if r.status == "fail"]
 
 
 def _drawn(operations: list[OperationModel], found: Found | None, explanation: ExplanationModel | None) -> Timeline:

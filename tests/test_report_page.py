@@ -131,6 +131,11 @@ def test_the_page_leads_with_the_verdict_and_draws_the_counterexample(tmp_path: 
     assert "1 not applicable" in page.having("na")[0][2]  # folded away, not in the main table
     assert [attrs["id"] for tag, attrs, _ in page.elements if tag == "tr" and "id" in attrs][0] == ADDRESSED
 
+    report.rootCauses = []  # a report written before failures were grouped: each failure drawn on its own
+    older = Page(render_report_page(report, report_path, tmp_path))
+    heading = next(" ".join(" ".join(text).split()) for tag, attrs, text in older.elements if attrs.get("id") == "root-causes")
+    assert len(older.having("timeline")) == 1 and heading.startswith("1 failing invariant (a report written before")
+
 
 def test_a_counterexample_without_the_implementations_side_shows_the_operations(tmp_path: Path) -> None:
     report, report_path = _failing_run(tmp_path)
