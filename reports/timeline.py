@@ -39,9 +39,10 @@ class Cite:
 
 @dataclass
 class Box:
-    """One thing drawn in a lane: an event, a refusal, a crash, or an appended event the log lost."""
+    """One thing drawn in a lane: an event, a refusal, a crash, an appended event the log lost, or a
+    gate ahead that an entry already recorded is owed to."""
 
-    kind: str          # start, park, answer, status-only, observed, end, event, refusal, crash, gone
+    kind: str          # start, park, answer, status-only, observed, end, event, refusal, crash, gone, future
     label: str         # the event's type, or the refusal's or crash's words
     payload: str = ""
     title: str = ""
