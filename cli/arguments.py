@@ -62,6 +62,8 @@ def _log_arguments(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     rep.add_argument("--impl", default="reference")
     rep.add_argument("--record-expected", action="store_true",
                      help="maintainers: write this implementation's outcomes and logs into the file as its 'expect'")
+    rep.add_argument("--html", type=Path, metavar="OUT",
+                     help="also write the replay as a page: its timeline, with the events each violation cites")
     rep.set_defaults(command=replay_command)
 
     repro = commands.add_parser("repro", help="write a standalone reproducer of a counterexample for the implementation's "

@@ -5,6 +5,7 @@ say what differs), `loomcheck repro` (a reproducer for the kernel's maintainers)
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -22,7 +23,8 @@ from loomcheck.run.loading import ImplementationSpecError, killable, needs_a_pro
 from loomcheck.run.manifest import Manifest, shipped_manifest
 from loomcheck.run.replay import ReplayResult, expectation_of, replay
 from loomcheck.spec.catalogue import Catalogue, load_catalogue
-from loomcheck.spec.regressions import RegressionLog, dump_regression, load_regression
+from loomcheck.properties.registry import Violation
+from loomcheck.spec.regressions import Found, RegressionLog, dump_regression, load_regression
 
 
 def replay_command(args: argparse.Namespace, console: Console) -> int:
@@ -62,7 +64,12 @@ def replay_command(args: argparse.Namespace, console: Console) -> int:
         result.differences = []
     if log.found is not None:
         console.print(f"  originally found against {escape(log.found.implementation)}: {escape(log.found.message)}")
-    return _verdict(console, log, result, catalogue, hello, manifest)
+    code = _verdict(console, log, result, catalogue, hello, manifest)
+    if args.html is not None:
+        _write_page(args.html, log, result, f"{hello.name} {hello.version} ({args.impl})",
+                    _failing(log, result, catalogue, hello, manifest), code)
+        console.print(f"wrote {escape(str(args.html))}", soft_wrap=True)
+    return code
 
 
 def _verdict(console: Console, log: RegressionLog, result: ReplayResult, catalogue: Catalogue, hello: Hello,
@@ -78,7 +85,7 @@ def _verdict(console: Console, log: RegressionLog, result: ReplayResult, catalog
             console.print(f"[dim]not applicable[/] {invariant_id}: {escape(unjudged[invariant_id])}")
     named = set(log.invariants) - set(unjudged)
     hazards = {inv.id for inv in catalogue.invariants if inv.kind == "documented-hazard"}
-    failing = [v for v in result.violations if v.invariant in named and v.invariant not in hazards]
+    failing = _failing(log, result, catalogue, hello, manifest)
     for violation in result.violations:
         if violation.invariant in unjudged:
             continue
@@ -95,6 +102,33 @@ def _verdict(console: Console, log: RegressionLog, result: ReplayResult, catalog
     console.print("[green]no invariant this log names was violated, and every outcome was as expected[/]" if log.expect
                   else "[green]no invariant this log names was violated[/] (the log records no expected outcome)")
     return 0
+
+
+def _failing(log: RegressionLog, result: ReplayResult, catalogue: Catalogue, hello: Hello,
+             manifest: Manifest | None) -> list[Violation]:
+    """The violations that fail the replay: of an invariant the log names that applies and is no
+    documented hazard."""
+    unjudged = {inv.id for inv in catalogue.invariants if not_applicable_because(inv, hello, manifest) is not None}
+    hazards = {inv.id for inv in catalogue.invariants if inv.kind == "documented-hazard"}
+    return [v for v in result.violations if v.invariant in set(log.invariants) - unjudged - hazards]
+
+
+def _write_page(out: Path, log: RegressionLog, result: ReplayResult, implementation: str,
+                failing: list[Violation], code: int) -> None:
+    """The replay's timeline page, one picture per invariant violated (its first violation)."""
+    from loomcheck.reports.model import ExplanationModel
+    from loomcheck.reports.report_page import render_replay_page
+    from loomcheck.reports.writers import write_atomically
+    from loomcheck.run.counterexamples import what_it_did
+
+    first = {v.invariant: v for v in reversed(failing)}
+    explained = [(i, ExplanationModel.model_validate(result.explain(first[i]).to_json())) for i in dict.fromkeys(
+        v.invariant for v in failing)]
+    found = Found(invariant=failing[0].invariant if failing else log.invariants[0],
+                  message=failing[0].message if failing else "", implementation=implementation, **what_it_did(result))
+    verdict = "passed" if code == 0 else "failed: " + ("a violation" if failing else "it differs from the expected outcome")
+    write_atomically(out, render_replay_page(log, found, implementation, explained, result.differences,
+                                             str(result.failure) if result.failure else None, verdict))
 
 
 def _made(impl: str) -> Any:

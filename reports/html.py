@@ -1,6 +1,7 @@
 """The HTML conformance matrix: invariants (rows, grouped by ADR) by
 implementations (columns, one per report.json), each cell the status, linked to
-its counterexample. One self-contained file: inline CSS, no script, no network."""
+its counterexample; and what every HTML page shares (its templates, links to
+counterexamples). One self-contained file: inline CSS, no script, no network."""
 
 from __future__ import annotations
 
@@ -100,15 +101,16 @@ def render_matrix(reports: list[tuple[Path, Report]], html_dir: Path | None = No
             for r in report.results if r.explanation is not None]
     causes = [Causes(column.name, sum(r.status == "fail" for r in report.results), report.rootCauses)
               for column, (_, report) in zip(columns, reports) if report.rootCauses]
-    return _template().render(columns=columns, groups=groups, suites=suites, whys=whys, causes=causes,
+    return template("matrix.html.j2").render(columns=columns, groups=groups, suites=suites, whys=whys, causes=causes,
                               rows=sum(len(g.rows) for g in groups))
 
 
 @cache
-def _template() -> Template:
+def template(name: str) -> Template:
+    """A page's template (reports/templates/), HTML-escaping every value."""
     environment = Environment(loader=PackageLoader("loomcheck.reports", "templates"), autoescape=True,
                               trim_blocks=True, lstrip_blocks=True)
-    return environment.get_template("matrix.html.j2")
+    return environment.get_template(name)
 
 
 def _rows_by_adr(reports: list[tuple[Path, Report]], catalogue: Catalogue) -> dict[str, list[str]]:
@@ -158,14 +160,15 @@ def _column(path: Path, report: Report, html_dir: Path) -> Column:
                   how=f"{impl.transport}: {impl.command or impl.spec}",
                   profile=report.profile + (f", seed {report.seed}" if report.seed is not None else ""),
                   complete=report.complete, partial_because=None if report.complete else partial_because(report),
-                  source=_relative(path, html_dir), summary=" · ".join(parts),
+                  source=relative(path, html_dir), summary=" · ".join(parts),
                   summary_class={0: "pass", 1: "fail"}.get(code, "error"))
 
 
 def _cell(record: InvariantRecord | None, report_path: Path, html_dir: Path) -> Cell:
     if record is None:
         return Cell(label="—", css="missing", title="not in this report")
-    label, css = record.status, f"s-{record.status}"
+    # "n/a": the word that fits a narrow column; the tooltip and the legend say it in full.
+    label, css = ("n/a" if record.status == "not-applicable" else record.status), f"s-{record.status}"
     notes = [record.explanation.text if record.explanation is not None else record.message or ""]
     if record.rootCause is not None and record.rootCause != record.id:
         notes.insert(0, f"reported under the root cause {record.rootCause}")
@@ -190,7 +193,7 @@ def _cell(record: InvariantRecord | None, report_path: Path, html_dir: Path) -> 
 def counterexample_href(counterexample: str, report_path: Path, html_dir: Path) -> str | None:
     """A link from the HTML's directory to a counterexample, if the file is found."""
     target = counterexample_file(counterexample, report_path)
-    return None if target is None else quote(Path(_relative(target, html_dir)).as_posix())
+    return None if target is None else quote(Path(relative(target, html_dir)).as_posix())
 
 
 def counterexample_file(counterexample: str, report_path: Path) -> Path | None:
@@ -210,5 +213,5 @@ def counterexample_file(counterexample: str, report_path: Path) -> Path | None:
     return None
 
 
-def _relative(target: Path, start: Path) -> str:
+def relative(target: Path, start: Path) -> str:
     return os.path.relpath(target.resolve(), start.resolve())

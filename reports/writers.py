@@ -10,10 +10,9 @@ from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from loomcheck.reports.html import render_matrix
 from loomcheck.reports.markdown import render_markdown
 from loomcheck.reports.model import Report
-from loomcheck.reports.reading import read_report
+from loomcheck.reports.report_page import render_report_page
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -34,10 +33,9 @@ def write_markdown(report: Report, path: Path) -> None:
     write_atomically(path, render_markdown(report))
 
 
-def write_html(report_paths: list[Path], path: Path) -> None:
-    """The conformance matrix of the reports at `report_paths`, linked relative to `path`."""
-    reports = [(report_path, read_report(report_path)) for report_path in report_paths]
-    write_atomically(path, render_matrix(reports, html_dir=path.parent))
+def write_html(report: Report, report_path: Path, path: Path) -> None:
+    """The page of the report written at `report_path` (report.html), linked relative to `path`."""
+    write_atomically(path, render_report_page(report, report_path, html_dir=path.parent))
 
 
 def xml_suite_properties(suite: TestSuite, report: Report) -> None:

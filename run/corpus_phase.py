@@ -105,8 +105,8 @@ def _corpus_result(run: RunState, session: Session, check: str, invariants: list
             tally.failure = f"{name} corpus: {mine[0].message}"
             script = result.scripts.get(inv.id, result.operations)
             if script:
-                tally.counterexample = run.write_counterexample(inv.id, script, mine[0].message, None)
-                tally.operations, tally.script = len(script), script
                 rerun = run_operations(session, script, [])
+                tally.counterexample = run.write_counterexample(inv.id, script, mine[0].message, None, did=rerun)
+                tally.operations, tally.script = len(script), script
                 tally.events = sum(len(log) for log in rerun.logs.values())
                 tally.explanation = rerun.explain(replace(mine[0], invariant=inv.id))

@@ -5,11 +5,14 @@ operations, so `loomcheck replay` and `loomcheck promote` take it as it is."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
 
 from loomcheck import __version__
 from loomcheck.contract.script import Operation, to_json
 from loomcheck.run.loading import TransportOptions
-from loomcheck.run.replay import expectation_of, run_on_reference
+from loomcheck.run.replay import ReplayResult, expectation_of, run_on_reference
 from loomcheck.spec.regressions import Found, RegressionLog, dump_regression
 
 
@@ -23,22 +26,28 @@ class CounterexampleFiles:
         self._written: dict[str, str] = {}  # a counterexample's text -> the file this run wrote it to
 
     def write(self, name: str, operations: list[Operation], message: str | None, error: str | None, *,
-              adr: str, invariants: list[str], one_file: bool) -> str | None:
+              adr: str, invariants: list[str], one_file: bool, did: ReplayResult | None = None) -> str | None:
         """The file holding `operations` as a counterexample of `name` (an invariant, or a kind of
         finding), or None for a failure that shrank to nothing. `one_file`: an invariant keeps one
-        file; several implementation errors in one run each keep their own."""
+        file; several implementation errors in one run each keep their own. `did`: the
+        implementation's replay of these operations, recorded in `found` (its outcomes and logs)."""
         if not operations:  # a failure that did not reproduce shrinks to nothing: there is no log to write
             return None
         expected = run_on_reference(operations, self.transport)
-        log = RegressionLog.model_validate({
+        fields = {
             "name": name, "adr": adr, "origin": "counterexample",
             "description": f"Shrunk counterexample found by loomcheck {__version__} against {self.impl}; "
-                           f"'expect' is what the reference kernel does with the same operations.",
+                           f"'expect' is what the reference kernel does with the same operations, "
+                           f"'found' what {self.impl} did.",
             "invariants": invariants,
             "operations": [to_json(op) for op in operations],
             "expect": expectation_of(expected).model_dump() if expected.failure is None else None,
-            "found": Found(invariant=name, message=message or error or "", implementation=self.impl).model_dump(),
-        })
+        }
+        found = Found(invariant=name, message=message or error or "", implementation=self.impl).model_dump()
+        try:
+            log = RegressionLog.model_validate({**fields, "found": {**found, **what_it_did(did)}})
+        except ValidationError:  # logs that are not JSON (an in-process driver's own objects): the operations stand
+            log = RegressionLog.model_validate({**fields, "found": found})
         # Keyed by the file's text: a view nested past JSON's recursion limit is written fine there.
         key = dump_regression(log)
         if key in self._written:
@@ -51,3 +60,11 @@ class CounterexampleFiles:
         path.write_text(key, encoding="utf-8")
         self._written[key] = str(path)
         return str(path)
+
+
+def what_it_did(result: ReplayResult | None) -> dict[str, Any]:
+    """`found`'s record of a replay: each operation's outcome and appended seqs, and the logs
+    (nothing for a replay the implementation failed, whose logs were never read)."""
+    if result is None or result.failure is not None:
+        return {}
+    return {"outcomes": list(result.outcomes), "appended": list(result.appended), "logs": dict(result.logs)}

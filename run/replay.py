@@ -9,8 +9,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loomcheck.contract.script import Operation, Resume, ResumeAs, from_model, to_json
+<<<<<<< HEAD
 from loomcheck.contract.boundary import ImplementationFailed
 from loomcheck.contract.session import Session, hello_of
+=======
+from loomcheck.contract.session import ImplementationFailed, Session, Step, hello_of
+>>>>>>> timeline
 from loomcheck.properties.explain import Explanation, explain
 from loomcheck.contract.jsonvalues import json_equal, show
 from loomcheck.contract.logview import TERMINAL, final_moment, park_seq
@@ -41,6 +45,8 @@ class ReplayResult:
     snapshots: dict[str, dict] = field(default_factory=dict)  # imported executions' snapshots, for explanations
     # Per operation: its execution, the seq of that execution's last event before it, and the seqs it appended.
     marks: list[tuple[str | None, int | None, list[int]]] = field(default_factory=list)
+    # Per operation: every execution it appended to (recover-abandoned and timers drive several), with the seqs.
+    appended: list[dict[str, list[int]]] = field(default_factory=list)
     failure: ImplementationFailed | None = None
 
     def violated(self, invariant_id: str) -> list[Violation]:
@@ -59,6 +65,14 @@ def outcome_label(step) -> str:
     return "ok:crashed" if step.outcome.crashed else "ok"
 
 
+def appended_by(step: Step) -> dict[str, list[int]]:
+    """The seqs one step appended, per execution: its own, or each log an operation across
+    executions grew."""
+    logs = step.others or ({step.execution: (step.log_before, step.log_after)} if step.execution else {})
+    grown = {execution: [e.get("seq") for e in after[len(before):]] for execution, (before, after) in logs.items()}
+    return {execution: [s for s in seqs if type(s) is int] for execution, seqs in grown.items() if seqs}
+
+
 def run_operations(session: Session, operations: list[Operation], invariant_ids: list[str] | None = None) -> ReplayResult:
     """Apply the operations from an empty implementation; check predicates after each."""
     ids = list(invariant_ids) if invariant_ids is not None else list(all_predicates())
@@ -72,6 +86,7 @@ def run_operations(session: Session, operations: list[Operation], invariant_ids:
             result.kinds.append(str(to_json(op).get("op")))
             result.marks.append((step.execution, step.log_before[-1].get("seq") if step.log_before else None,
                                  [e.get("seq") for e in step.log_after[len(step.log_before):]]))
+            result.appended.append(appended_by(step))
             result.violations.extend(check_step(step, session.trace, ids))
         for execution in session.executions():
             result.logs[execution] = session.read_log(execution)

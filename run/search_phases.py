@@ -141,6 +141,6 @@ def record_counterexample(run: RunState, session: Session, invariant_id: str, fa
         kept = rerun.violated(invariant_id)[0]
         tally.failure = kept.message  # the message of the script kept
         tally.explanation = rerun.explain(kept)
-    tally.counterexample = run.write_counterexample(invariant_id, operations, tally.failure, None)
+    tally.counterexample = run.write_counterexample(invariant_id, operations, tally.failure, None, did=rerun)
     tally.operations, tally.script = len(operations), operations
     tally.events = sum(len(log) for log in rerun.logs.values())

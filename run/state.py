@@ -23,6 +23,7 @@ from loomcheck.run.counterexamples import CounterexampleFiles
 from loomcheck.run.coverage import Coverage
 from loomcheck.run.loading import TransportOptions
 from loomcheck.run.manifest import Manifest, apply_manifest
+from loomcheck.run.replay import ReplayResult
 from loomcheck.run.rootcauses import Evidence, root_causes
 from loomcheck.run.tally import Tally, Verdicts, record_of
 from loomcheck.spec.catalogue import Catalogue, Invariant
@@ -139,11 +140,12 @@ class RunState:
                                             reason=reason))
 
     def write_counterexample(self, name: str, operations: list[Operation], message: str | None,
-                             error: str | None) -> str | None:
-        """`name`'s counterexample file (an invariant's, or an implementation error's)."""
+                             error: str | None, did: ReplayResult | None = None) -> str | None:
+        """`name`'s counterexample file (an invariant's, or an implementation error's), with what the
+        implementation `did` with its operations when the caller replayed them."""
         mine = name in self.tallies
         adr = self.catalogue.get(name).adr if name in self.catalogue.ids else "0104"
-        return self.counterexamples.write(name, operations, message, error, adr=adr, one_file=mine,
+        return self.counterexamples.write(name, operations, message, error, adr=adr, one_file=mine, did=did,
                                           invariants=[name] if mine else [inv.id for inv in self.selected])
 
     def records(self) -> None:
@@ -166,4 +168,4 @@ class RunState:
         write_markdown(self.report, self.report_dir / "summary.md")
         if final:
             write_junit(self.report, self.report_dir / "junit.xml")
-            write_html([self.report_dir / "report.json"], self.report_dir / "report.html")
+            write_html(self.report, self.report_dir / "report.json", self.report_dir / "report.html")

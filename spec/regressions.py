@@ -187,9 +187,18 @@ class Expectation(_Model):
 
 
 class Found(_Model):
+    """The failure a counterexample was written for, and what the implementation did with its
+    operations (files written before these were recorded hold only the first three)."""
+
     invariant: str
     message: str
     implementation: str
+    outcomes: list[str] | None = Field(default=None, description='per operation, as the implementation answered it: '
+                                                                 '"ok", "ok:crashed", "ok:[ids]" or "refused:<reason>"')
+    appended: list[dict[str, list[int]]] | None = Field(
+        default=None, description="per operation: each execution it appended to, with the sequence numbers appended")
+    logs: dict[str, list[DeepJson]] | None = Field(
+        default=None, description="each execution's log after the last operation, as the implementation returned it")
 
 
 class RegressionLog(_Model):
@@ -231,7 +240,9 @@ def _dumped(op: BaseModel) -> dict[str, Any]:
 
 
 def dump_regression(log: RegressionLog) -> str:
-    data = log.model_dump(mode="json", exclude_none=True, exclude={"operations"})
+    data = log.model_dump(mode="json", exclude_none=True, exclude={"operations": True, "found": {"logs"}})
+    if log.found is not None and log.found.logs is not None:  # as given, like a payload: it may nest as deep
+        data["found"]["logs"] = log.found.logs
     # A define's program, a start's input and a resume's payload go out as given: pydantic's
     # serializer stops short of a view nested 1024 deep (ADR 0117 D1) or a payload nested
     # thousands deep (the hostile-payloads corpus), which the models keep as plain data.

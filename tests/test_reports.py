@@ -255,8 +255,7 @@ def test_matrix_has_a_row_per_invariant_a_column_per_report_and_relative_links(t
     assert "http" not in html.replace('lang="en"', "") and "<script" not in html
 
 
-def test_run_writes_summary_and_a_one_column_matrix_beside_the_report(tmp_path: Path,
-                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_writes_summary_and_the_page_beside_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A real (regression-only, so fast) run of a seeded mutant, with a manifest that expects its failure."""
     manifest = _manifest_file(tmp_path, f'[[expected]]\ninvariant = "{LEGACY}"\nreason = "no fallback yet"\n')
     report_dir, written = tmp_path / "r", tmp_path / "written.toml"
@@ -269,6 +268,7 @@ def test_run_writes_summary_and_a_one_column_matrix_beside_the_report(tmp_path: 
     assert "fail (expected)" in (report_dir / "summary.md").read_text()
     html = (report_dir / "report.html").read_text()
     assert html.count("<tr id=") == 1 and "fail (expected)" in html
+    assert "<b>1</b>expected by the manifest" in html and "exit 0: everything passed" in html
     assert load_manifest(written).expected[0].reason == "no fallback yet"
 
 
