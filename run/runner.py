@@ -39,7 +39,8 @@ from loomcheck.explore.alphabet import scenarios
 from loomcheck.run.coverage import Coverage, gap_findings
 from loomcheck.run.rootcauses import Evidence, blame_difference, group
 from loomcheck.explore.explorer import Exploration, explore
-from loomcheck.machine.state_machine import PROFILES, InvariantViolated, run_stateful
+from loomcheck.machine.findings import InvariantViolated
+from loomcheck.machine.state_machine import PROFILES, run_stateful
 from loomcheck.fuzz.campaign import ExampleDatabase, run_seed, scoped
 from loomcheck.properties.explain import Explanation
 from loomcheck.properties.registry import Violation
