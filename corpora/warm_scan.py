@@ -53,12 +53,12 @@ def _twins(session: Session, result: CorpusResult, label: str, invariant: str, p
     if session.read_log("c") and session.read_log("c")[0]["seq"] != 1:
         raise ImplementationFailed("load", "a loaded log did not start at seq 1")
     outcomes = {x: judge(x) for x in ("w", "c")}
-    warned = {x: warned(session, x) for x in ("w", "c")}
+    warnings = {x: warned(session, x) for x in ("w", "c")}
     shapes = {x: [e["type"] for e in session.read_log(x)] for x in ("w", "c")}
-    same = (outcomes["w"], warned["w"], shapes["w"]) == (outcomes["c"], warned["c"], shapes["c"])
+    same = (outcomes["w"], warnings["w"], shapes["w"]) == (outcomes["c"], warnings["c"], shapes["c"])
     found = [] if same else [Violation(invariant, f"{label}: the warm runtime decided {outcomes['w']} and warned "
-                                                  f"{warned['w']}, a fresh scan {outcomes['c']} and warned "
-                                                  f"{warned['c']}.")]
+                                                  f"{warnings['w']}, a fresh scan {outcomes['c']} and warned "
+                                                  f"{warnings['c']}.")]
     if residual:
         found = [Violation(invariant, v.message + " This is the residual R1a admits.") for v in found]
     record_case(result, label, iter(found), session, scripted=False)
