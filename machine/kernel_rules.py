@@ -23,7 +23,7 @@ from loomcheck.machine.findings import (
 )
 from loomcheck.properties.checks import check_step
 
-Rule = TypeVar("Rule", bound=Callable[..., Any])
+RuleFunction = TypeVar("RuleFunction", bound=Callable[..., Any])
 
 
 @dataclass
@@ -49,7 +49,7 @@ class MachineConfig:
         return self.session.features
 
 
-def supports(*needed: str) -> Callable[[Rule], Rule]:
+def supports(*needed: str) -> Callable[[RuleFunction], RuleFunction]:
     """A rule that runs only on a subject declaring every feature it needs."""
     return precondition(lambda machine: set(needed) <= machine.config.features)
 
