@@ -1,13 +1,5 @@
-"""Fold throughput (issue 10, item 1): a large JSONL log read line by line, parsed by
-orjson (the fastest JSON parser for Python) and folded by the reference
-(`reference/fold.py`), against the same lines parsed alone by orjson. Same file, same
-run, alternating rounds; the collector stays on, as in a kernel. The same parser on
-both sides, so the ratio is the fold's own cost; the reference's stores read with
-`reference/events.loads`, which adds a check that keeps integers beyond 64 bits exact
-(shown on its own line).
-
-Target: parse + fold at least half the throughput of parse alone.
-"""
+"""Fold throughput: a large JSONL log parsed by orjson and folded by the reference, against
+the same lines parsed alone, in alternating rounds (docs/bench.md#fold)."""
 
 from __future__ import annotations
 

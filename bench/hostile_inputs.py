@@ -1,23 +1,9 @@
 """A hostile-input campaign against the reference kernel on SQLite: starts and resumes (and a few
-resumeAs, recoveries and configurations) built to break it, each judged the moment it returns.
+resumeAs, recoveries and configurations) built to break it, each judged the moment it returns
+(docs/bench.md#outside-the-sections).
 
     python -m loomcheck.bench.hostile_inputs                      # 110 000 operations (101 000 starts and resumes)
-    python -m loomcheck.bench.hostile_inputs -n 2000 --seed 7 --json out.json
-
-Every argument is drawn from a menu of hostile shapes: wrong and kernel-namespace gates,
-prototype and dunder names, non-strings and lone surrogates for ids and types, payloads nested
-past the kernel's bound (and just inside it), a byte past its size bound, NaN and infinities,
-int keys, huge integers, bad view digests, forged, expired and malformed approvals, malformed
-options and configurations. Each operation must answer with an Outcome (an exception is a
-crash); a refusal must name a catalogued reason with its error type and leave the SQLite file
-exactly as it was (the execution's rows byte for byte, and no commit by anyone: PRAGMA
-data_version); an acceptance must leave the execution's log a prefix-extension of what it was
-and readable, its state equal to the fold of its log.
-
-A seeded random generator, not Hypothesis: the campaign is about volume and counts (a hundred
-thousand operations in minutes, every figure reproducible from the seed), and a failure is
-reproduced from its seed and operation number without shrinking; the suite's Hypothesis state
-machine already shrinks what it finds."""
+    python -m loomcheck.bench.hostile_inputs -n 2000 --seed 7 --json out.json"""
 
 from __future__ import annotations
 
@@ -36,7 +22,6 @@ from loomcheck.contract.driver import Outcome
 from loomcheck.reference.approvals import sign_resume
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.reference.limits import MAX_BYTES, MAX_DEPTH
-from loomcheck.spec.canonical import view_digest
 from loomcheck.spec.vocabulary import kernel_event_types, refusals
 
 JSON = Any

@@ -1,14 +1,5 @@
-"""Peak memory (issue 10, item 6): folding and scanning the 1M-event log from the SQLite
-store, streamed a page at a time (`stores.base.stream`, what the kernel's full scan
-uses) versus read whole first (`store.read`). Each measurement runs in a fresh child
-process, which reports its peak resident memory (VmHWM) above what it held before it
-started working (VmRSS after opening the store), so one does not inherit another's heap.
-
-The scan keeps little by design (the step ids it has seen and any strays), so a
-streamed scan's peak shows whether the log is held: target at most a tenth of the log's
-own size in memory. The fold keeps every step's output in the state (the kernel's state
-is that big), so its figures are shown beside the state's own size, for reading.
-"""
+"""Peak memory: folding and scanning the 1M-event log from the SQLite store, streamed a page
+at a time against read whole first, each in a fresh child process (docs/bench.md#memory)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
-"""Scanner scaling (issue 10, item 2; ADR 0104 amendment R1a): the stray scan a resume
-runs, warm (the runtime's cached clean scanner fed only the events appended since the
-last scan) against cold (the whole retained log streamed from the store and scanned),
-on one execution of 1k, 10k, 100k and 1M events in the SQLite store.
-
-Both go through `Runtime.scanned`, the kernel's own path: the store's next sequence,
-the range read of the tail and the feed. Each warm scan follows the append of a
-resume's worth of events (the answer, a step's start and completion, the next park).
-
-Targets: the warm scan at 1M within 2x of the warm scan at 1k; the cold scan linear
-(10x the events, about 10x the time).
-
-Also shown, for what it is: the whole resume. The reference re-reads and re-folds the
-log and replays its flow from the top on every operation (a deliberately minimal
-kernel; only the scan is incremental, as R1a decides), so a whole resume grows with the log.
-"""
+"""Scanner scaling (ADR 0104 amendment R1a): a resume's stray scan, warm (the cached clean
+scanner fed only the new events) against cold (the whole retained log), on one execution
+of 1k to 1M events in the SQLite store, and the whole resume beside it (docs/bench.md#scanner)."""
 
 from __future__ import annotations
 

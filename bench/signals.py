@@ -1,17 +1,11 @@
 """SIGINT and SIGTERM at random moments of a real `loomcheck run`: how many leave a valid
-partial report (report.json: complete false, stopped "interrupted") and exit 2.
+partial report (report.json: complete false, stopped "interrupted") and exit 2. Not a
+section of `python -m loomcheck.bench`: it judges no speed (docs/bench.md#outside-the-sections).
 
     python -m loomcheck.bench.signals                  # 40 moments, about five minutes
     python -m loomcheck.bench.signals --count 10 --seed 3
     python -m loomcheck.bench.signals --pythonpath /tmp/base   # another checkout: a directory
-                                                       # holding loomcheck/ (before and after a change)
-
-Moments are drawn from the process's start (Popen), not from when loomcheck's handlers are
-installed: two fifths in the first second (the interpreter, the imports, the catalogue, the
-factory), the rest over the next 9 seconds (the state machine; the run takes 15 to 20).
-Each line says whether loomcheck's SIGTERM handler was installed when the signal was sent
-(from /proc/PID/status; Linux), since before that no program can answer for itself.
-Not a section of `python -m loomcheck.bench`: it judges no speed, and takes minutes."""
+                                                       # holding loomcheck/ (before and after a change)"""
 
 from __future__ import annotations
 

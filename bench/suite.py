@@ -1,33 +1,6 @@
-"""What a whole `loomcheck run` costs, and how fast its two engines go (issue 10, items 4 and 5).
-
-Section "suite" (item 4):
-- Per operation, stdio versus in process: the transport benchmark's workload
-  (`workload`: a flow of gates, each resumed, its log and state read)
-  against the reference kernel on both stores, once through `ReferenceDriver` and
-  once through `loomcheck serve` in a child process. Target: stdio at most 3x.
-- The CI profile (`loomcheck run`, profile ci, the main job) end to end, in process
-  (`--impl reference`) and over stdio, as subprocesses pinned to at most 2 CPUs
-  (the machine has 2 anyway; the pin says what the target assumes). Target: each
-  at most 120 s. Their ratio is informational: the stdio run also pays for the
-  sigkill corpus's relaunches in both, so it is not the per-operation ratio.
-
-Section "explorer" (item 5):
-- Bounded explorer: distinct states/s and transitions/s, read from the
-  `exploration` records of the report.json each whole-suite run writes (their
-  `distinctStates`, `transitions` and `seconds`, summed over the scenarios).
-  With quick=True the suites are skipped, so the explorer is run here, in
-  process on the reference (SQLite, as `--impl reference`), at a small depth.
-- State machine: steps/s. A report records `stateMachineSteps` but not the time
-  the phase took, so the phase is timed here alone: `run_stateful` on the
-  reference (SQLite) in process with the ci budget, the invariants and features
-  the runner would pick, and the runner's coverage observer attached, so each
-  step pays what it pays in a real run. Steps are counted by `run_stateful`
-  itself (every operation the machine applies, as the report counts them); the
-  time is the whole call, Hypothesis' generation included, since that is what
-  the phase costs. quick=True runs a smaller budget of examples.
-
-Absolute seconds depend on the machine's load; the ratios are the figures.
-"""
+"""What a whole `loomcheck run` costs (stdio against in process, per operation and for the
+CI profile end to end), and how fast its two engines go: the bounded explorer and the
+state machine (docs/bench.md#suite)."""
 
 from __future__ import annotations
 
@@ -49,7 +22,7 @@ from loomcheck.explore.explorer import explore
 from loomcheck.run.coverage import Coverage
 from loomcheck.contract.driver import Driver
 from loomcheck.run.loading import resolve_factory
-from loomcheck.run.runner import not_applicable_because
+from loomcheck.run.applicability import not_applicable_because
 from loomcheck.contract.session import Session, hello_of
 from loomcheck.machine.state_machine import PROFILES, run_stateful
 from loomcheck.properties.checks import all_predicates

@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from loomcheck.fleet.corpus import Case
-from loomcheck.fleet.generate import fixed_cases, generated_case
+from loomcheck.fleet.generate import generated_case
+from loomcheck.fleet.scripted_cases import fixed_cases
 from loomcheck.fleet.case_replay import answers_of, replay_case
 from loomcheck.contract.script import Define, Load, Operation, Recover, Resume, ResumeAs, Start
 from loomcheck.contract.needs import Undeclared, operations_need

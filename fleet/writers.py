@@ -1,21 +1,6 @@
-"""Writers that record as older kernels did, by EVENT_SCHEMA version, and a fleet
-of them sharing one store.
-
-    "1.20.0"  the reference Runtime, unchanged (ADR 0104)
-    "1.19.0"  pre-0104 (ADR 0102's schema): the recovery pair EXECUTION_RECOVERED +
-              EXECUTION_RESUMED {}; in-doubt verdicts as EXECUTION_RESUMED(verdict)
-              entries; a resumeAs onto a crashed or terminal execution recorded as
-              EXECUTION_RESUMED(payload); human steps that re-run their effect and
-              re-park on every run (STEP_STARTED each time, no condition.stepId);
-              the pre-1.20 fold (every resume is an entry) and the pre-0104 verdict
-              reader (the latest _resumePayload, whatever attempt it answered)
-    "1.15.0"  all of 1.19.0's recording, and its retention snapshots keep only
-              `variables._resumePayload`, the latest entry (ADR 0057: no list yet)
-
-The old writers are subclasses of the reference Runtime and FlowContext; nothing
-under reference/ is edited. A rolling deploy is several of them, one per node,
-over ONE event store and ONE outside world, each operation done by one node.
-"""
+"""Writers that record as older kernels did, by EVENT_SCHEMA version (1.15.0, 1.19.0,
+1.20.0), and a fleet of them sharing one store and one outside world, one node per
+operation (docs/fleet.md#the-writers)."""
 
 from __future__ import annotations
 

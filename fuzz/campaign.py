@@ -1,4 +1,4 @@
-"""Campaigns beyond CI (issue 9): the seed a randomised run draws and logs, and the
+"""Campaigns beyond CI (docs/campaigns.md): the seed a randomised run draws and logs, and the
 Hypothesis example database a long run keeps its failing examples in.
 
     --database none                    no database (every profile but campaign)
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
@@ -94,10 +94,10 @@ def _checked_redis_url(url: str) -> str:
     return url
 
 
-def open_database(choice: DatabaseChoice, connect: Callable[[str], Any] | None = None) -> ExampleDatabase | None:
-    """The Hypothesis database for a choice. `connect(url)` makes the Redis client
-    (default: redis.Redis.from_url); it is pinged here, so an unreachable server stops
-    the run before it starts instead of failing it at its first saved example."""
+def open_database(choice: DatabaseChoice) -> ExampleDatabase | None:
+    """The Hypothesis database for a choice. A Redis server is pinged here, so an
+    unreachable one stops the run before it starts instead of failing it at its first
+    saved example."""
     if choice.kind == "none":
         return None
     if choice.kind == "directory":
@@ -108,7 +108,7 @@ def open_database(choice: DatabaseChoice, connect: Callable[[str], Any] | None =
     except ImportError:
         raise CampaignOptionError(f"--database {choice.where}: needs the redis package: "
                                   f"pip install 'loomcheck[campaign]'") from None
-    client = (connect or (lambda url: redis.Redis.from_url(url, socket_connect_timeout=5)))(choice.where)
+    client = redis.Redis.from_url(choice.where, socket_connect_timeout=5)
     try:
         client.ping()
     except redis.exceptions.RedisError as exc:

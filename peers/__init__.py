@@ -8,7 +8,7 @@ dependency, installed with its extra: `pip install 'loomcheck[langgraph]'`.
     loomcheck run --impl langgraph
 
 What each adapter maps, what it cannot, and what the suite found is in
-reports/peers/<peer>/ (ANALYSIS.md beside the report) and docs/peers.md.
+results/peers/<peer>/ (ANALYSIS.md beside the report) and docs/peers.md.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Why:
-    """One failure's explanation (issue 11), under the matrix."""
+    """One failure's explanation, under the matrix."""
 
     id: str
     column: str
@@ -188,25 +188,26 @@ def _cell(record: InvariantRecord | None, report_path: Path, html_dir: Path) -> 
 
 
 def counterexample_href(counterexample: str, report_path: Path, html_dir: Path) -> str | None:
-    """A link from the HTML's directory to a counterexample. The runner writes them
-    under counterexamples/ beside report.json, so that part of the path is taken
-    from where the report is now (a report directory moves as a whole, e.g. as a
-    CI artifact); any other path (a committed regression log) is linked if it exists."""
+    """A link from the HTML's directory to a counterexample, if the file is found."""
+    target = counterexample_file(counterexample, report_path)
+    return None if target is None else quote(Path(_relative(target, html_dir)).as_posix())
+
+
+def counterexample_file(counterexample: str, report_path: Path) -> Path | None:
+    """Where a record's counterexample is now. The runner writes them under counterexamples/
+    beside report.json, so that part of the path is taken from where the report is now (a
+    report directory moves as a whole, e.g. as a CI artifact); any other path (a committed
+    regression log) is found if it exists."""
     path = Path(counterexample)
-    target: Path | None = None
     if "counterexamples" in path.parts:
         index = len(path.parts) - 1 - path.parts[::-1].index("counterexamples")
-        target = report_path.parent.joinpath(*path.parts[index:])
-    elif path.is_file():
-        target = path
-    elif path.parts[:2] == ("spec", "regressions"):  # a committed regression log, named within the package
-        from loomcheck.spec.files import SPEC_ROOT
-
+        return report_path.parent.joinpath(*path.parts[index:])
+    if path.is_file():
+        return path
+    if path.parts[:2] == ("spec", "regressions"):  # a committed regression log, named within the package
         candidate = Path(str(SPEC_ROOT)).parent / path
-        target = candidate if candidate.is_file() else None
-    if target is None:
-        return None
-    return quote(Path(_relative(target, html_dir)).as_posix())
+        return candidate if candidate.is_file() else None
+    return None
 
 
 def _relative(target: Path, start: Path) -> str:

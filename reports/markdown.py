@@ -148,7 +148,7 @@ def _status(record: InvariantRecord) -> str:
     return f"**{record.status}**" if record.status in FAILING else record.status
 
 
-# -- coverage (issue 9) --------------------------------------------------------------
+# -- coverage -------------------------------------------------------------------------
 COVERAGE_KINDS = {"refusal": "refusal reasons", "verdict": "scanner verdicts and ambiguity shapes",
                   "recording-row": "ADR 0104 recording-table rows", "emit-rule": "emit-guard rules"}
 

@@ -63,7 +63,7 @@ class EvidenceModel(_Model):
 
 
 class ExplanationModel(_Model):
-    """Why the counterexample violates the invariant (issue 11; properties/explain.py)."""
+    """Why the counterexample violates the invariant (properties/explain.py)."""
 
     adr: str
     decision: str
@@ -155,7 +155,7 @@ class Finding(_Model):
 
 
 class CoverageRow(_Model):
-    """One coverage item of the run (issue 9; run/coverage.py): a refusal reason, a
+    """One coverage item of the run (run/coverage.py): a refusal reason, a
     scanner verdict, a row of ADR 0104's recording table or an emit-guard rule, and the
     layers that reached it. An applicable row no layer reached is also a suite-error Finding."""
 
@@ -214,7 +214,7 @@ class Report(_Model):
     exploration: list[ExplorationRecord] = Field(default=[], description="the bounded exhaustive explorer, per scenario")
     findings: list[Finding] = []
     unexpectedPasses: list[str] = Field(default=[], description="invariants the manifest expects to fail that passed")
-    coverage: list[CoverageRow] = Field(default=[], description="what the run reached (issue 9); empty in older reports")
+    coverage: list[CoverageRow] = Field(default=[], description="what the run reached (run/coverage.py); empty in older reports")
     profileChecks: Literal["advisory", "strict"] = Field(
         default="advisory", description="advisory: a profile disagreement never changes the exit status or the "
                                         "conformance verdict; strict: it counts as a violation")

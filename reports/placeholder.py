@@ -19,7 +19,7 @@ from pathlib import Path
 
 from loomcheck import __version__
 
-DEFAULT_DIR = Path("loomcheck-report")  # `loomcheck run --report`'s default (cli.py)
+DEFAULT_DIR = Path("loomcheck-report")  # `loomcheck run --report`'s default (cli/arguments.py)
 NOT_STARTED = "the run ended before its first check (while loading the catalogue and the implementation)"
 INTERRUPTED = "interrupted"  # the runner's own word for the user's SIGINT or SIGTERM
 
@@ -45,7 +45,7 @@ class Placeholder:
 
     def write(self, stopped: str) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(minimal_report(self.spec, self.profile, stopped), indent=2) + "\n"
+        text = json.dumps(minimal_report(self.spec, self.profile, stopped), separators=(",", ":")) + "\n"  # as write_json
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".report.json.")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

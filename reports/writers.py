@@ -25,7 +25,9 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def write_json(report: Report, path: Path) -> None:
-    write_atomically(path, report.model_dump_json(indent=2) + "\n")
+    # Compact: a report is read by programs (diff, matrix, docs), and indenting a run's nested
+    # explanations and corpora multiplies its size; `python -m json.tool` shows it to a person.
+    write_atomically(path, report.model_dump_json() + "\n")
 
 
 def write_markdown(report: Report, path: Path) -> None:

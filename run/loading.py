@@ -1,19 +1,5 @@
-"""Turning `--impl` into a driver.
-
-    reference                  the reference kernel on its embedded SQLite store (default;
-                               also reference:sqlite), synchronous=FULL (docs/stores.md)
-    reference:sqlite:normal    the same with synchronous=NORMAL: durable across a process
-                               crash, not a power loss
-    reference:memory           the reference kernel on the in-memory store
-    python:MODULE:FACTORY      FACTORY() from an importable module (the current
-                               directory is on the import path, as with `python -m`)
-    python:PATH.py:FACTORY     FACTORY() from a Python file
-    stdio:COMMAND              a program speaking the driver protocol on stdin/stdout
-                               (docs/protocol.md), the command split as a shell would
-    langgraph | llamaindex | dbos | prefect
-                               a peer library through its adapter (loomcheck.peers),
-                               after `pip install 'loomcheck[<peer>]'`
-"""
+"""Turning `--impl` into a driver: the reference kernel, a Python factory, a program behind the
+stdio transport, or a peer library's adapter (the forms: docs/cli.md#--impl-the-implementation)."""
 
 from __future__ import annotations
 

@@ -1,32 +1,17 @@
-"""An implementation's manifest: the failures it is known to have, and the
-driver features to treat as undeclared. A TOML file kept beside the kernel:
-
-    implementation = "tiny-node-kernel"   # informational
-    [features]
-    unsupported = ["timers"]              # not declared, even if hello lists them
-    reason = "the clock is not injectable yet"
-    [[not-applicable]]                    # an invariant the kernel's model has no counterpart for
-    invariant = "approvals.weak-secret"
-    reason = "approvals are authenticated outside the kernel"
-    [[expected]]
-    invariant = "gate.i-receives-entry-i"
-    status = "fail"                       # or "error"
-    reason = "no parallel support yet"
-    link = "https://..."                  # optional
-
-Applied to a report, an expected failure stops counting against the exit code,
-and a pass where the manifest expects a failure is listed (the manifest is
-stale). `updated_manifest` writes the manifest a run calls for."""
+"""An implementation's manifest: the failures it is known to have, the driver features to
+treat as undeclared and the invariants it sets aside; read, applied to a report, and written
+anew from a run. The file's format: docs/cli.md#manifests."""
 
 from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from loomcheck.peers import peer_manifest
 from loomcheck.reports.model import Expected, ManifestVerdict, Report, Status
 from loomcheck.spec.catalogue import FEATURES, Catalogue, load_catalogue
 from loomcheck.spec.errors import SpecError
@@ -105,6 +90,12 @@ def load_manifest(path: Path, catalogue: Catalogue | None = None) -> Manifest:
     return manifest
 
 
+def shipped_manifest(impl: str, catalogue: Catalogue | None = None) -> Manifest | None:
+    """The manifest a peer adapter ships (`--impl langgraph`), read; None for any other implementation."""
+    path = peer_manifest(impl)
+    return load_manifest(path, catalogue) if path is not None else None
+
+
 def _describe(label: str, problem: Any, raw: dict[str, Any]) -> str:
     loc = list(problem["loc"])
     where = ""
@@ -145,12 +136,6 @@ def _check(label: str, manifest: Manifest, catalogue: Catalogue) -> None:
 
 
 # -- applying ------------------------------------------------------------------------
-def effective_features(hello_features: Iterable[str], manifest: Manifest | None) -> list[str]:
-    """The features a run treats as declared: hello's, less the manifest's unsupported ones."""
-    unsupported = set(manifest.unsupported) if manifest is not None else set()
-    return [feature for feature in hello_features if feature not in unsupported]
-
-
 def verdict(status: Status, expected: Expected) -> ManifestVerdict | None:
     if status == "pass":
         return "unexpected-pass"

@@ -1,12 +1,11 @@
-"""`loomcheck promote`: a run's counterexamples copied into a committed corpus of
-regression logs (issue 9). The example database is a cache Hypothesis may drop
-(an edit to the state machine changes its key, a fixed kernel deletes what it no
-longer fails); a promoted log is the record, replayed by every `loomcheck run`.
+"""`loomcheck promote`: a run's counterexamples copied into a committed corpus of regression
+logs. The example database is a cache Hypothesis may drop (an edit to the state machine changes
+its key, a fixed kernel deletes what it no longer fails); a promoted log is the record, replayed
+by every `loomcheck run`.
 
-Every source is validated before anything is written: one file that is not a
-regression log stops the whole command (a usage error, exit 3). A log whose
-operations a log already in the folder has is skipped, and a name already taken
-gets a suffix."""
+Every source is validated before anything is written: one file that is not a regression log
+stops the whole command (a usage error, exit 3). A log whose operations a log already in the
+folder has is skipped, and a name already taken gets a suffix."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
-"""Reproducers (issue 11): a counterexample turned into something a kernel's
-maintainers run without loomcheck's harness, that says what the decision expects
-and what their kernel did.
-
-- A Python implementation in process (`python:MODULE:FACTORY`, the reference):
-  `repro.py`, the counterexample's operations as calls on the driver object the
-  implementation plugged in with, which prints each outcome, then the
-  explanation's expectation beside what happened, and exits 1 while the failure
-  reproduces, 0 once it does not.
-- A driver-protocol implementation (`stdio:COMMAND`), and any script that kills
-  the kernel's process: the exact exchange, one JSON Lines file of requests per
-  process the run started (`requests-N.jsonl`; a kill starts the next one on the
-  same store) with the answers loomcheck got (`answers-N.jsonl`), and `repro.sh`,
-  which pipes each file into the command, keeps what comes back
-  (`got-N.jsonl`) and compares.
-
-"Reproduces" is judged from the explanation: every event it cites is in the log
-again, as it was; a failure that cites no event reproduces while the operations'
-outcomes differ from the reference kernel's.
-"""
+"""Reproducers: a counterexample turned into something a kernel's maintainers run without
+loomcheck's harness, that says what the decision expects and what their kernel did: `repro.py`
+in process, or the exact stdio exchange and `repro.sh` (docs/cli.md#reproducers)."""
 
 from __future__ import annotations
 
@@ -35,6 +18,9 @@ from loomcheck.contract.script import (AdvanceClock, Configure, Define, Load, Op
 from loomcheck.contract.session import Session, hello_of
 from loomcheck.contract.sourcetext import escaped
 from loomcheck.properties.explain import Explanation
+from loomcheck.run.applicability import not_applicable_because
+from loomcheck.run.manifest import shipped_manifest
+from loomcheck.spec.catalogue import load_catalogue
 from loomcheck.spec.regressions import RegressionLog
 
 JSON = Any
@@ -92,20 +78,11 @@ def write_repro(log: RegressionLog, impl: str, out: Path) -> list[Path]:
 
 
 def applicable(impl: str, hello: Any) -> list[str]:
-    """The invariants that judge this implementation: those whose driver features it declares, less
-    what its manifest (a peer adapter's own) declares not applicable. The rest cannot explain it."""
-    from loomcheck.peers import peer_manifest
-    from loomcheck.run.runner import not_applicable_because
-    from loomcheck.run.manifest import load_manifest
-    from loomcheck.spec.catalogue import load_catalogue
-
+    """The invariants that judge this implementation (run/applicability.py, with the manifest its
+    peer adapter ships): the rest cannot explain it."""
     catalogue = load_catalogue()
-    shipped = peer_manifest(impl)
-    manifest = load_manifest(shipped, catalogue) if shipped is not None else None
-    withheld = {f: "unsupported" for f in manifest.unsupported} if manifest is not None else {}
-    return [inv.id for inv in (catalogue.get(i) for i in catalogue.ids)
-            if not_applicable_because(inv, hello, withheld) is None
-            and (manifest is None or manifest.not_applicable_reason(inv.id) is None)]
+    manifest = shipped_manifest(impl, catalogue)
+    return [inv.id for inv in catalogue.invariants if not_applicable_because(inv, hello, manifest) is None]
 
 
 def raised_label(detail: str) -> str:

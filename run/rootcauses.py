@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from loomcheck.reports.model import InvariantRecord, RootCause
+
 # Invariants every kernel rule also shows up in: a bug of one ADR decision usually breaks
 # one of these too, so an ADR-specific invariant heads a root cause before any of them.
 # Among themselves: the kernel model's own rules first (append-only, refuse before append),
@@ -106,3 +108,25 @@ def blame_difference(difference: str, candidates: list[str], decisions: Mapping[
             if same:
                 return min(same, key=lambda c: (directness(c), candidates.index(c)))
     return min(candidates, key=lambda c: (directness(c), candidates.index(c)))
+
+
+def root_causes(records: list[InvariantRecord], evidence: Mapping[str, Evidence], order: Mapping[str, int],
+                strict: bool) -> list[RootCause]:
+    """The report's root causes: the failing records grouped by what their counterexamples violate
+    (`evidence`, by failing invariant; one without evidence violates only itself). A profile
+    disagreement is not a conformance failure, so it heads no root cause unless `strict` counts it."""
+    failing = [r for r in records if r.status == "fail" and (strict or not r.disagrees)]
+    found = [evidence.get(r.id) or Evidence(r.id, frozenset({r.id}), r.counterexampleOperations
+                                            if r.counterexample else None, r.counterexample) for r in failing]
+    by_id = {r.id: r for r in failing}
+    causes = []
+    for cause in group(found, order):
+        head = by_id[cause.head]
+        for member in [cause.head, *cause.also, *cause.same]:
+            by_id[member].rootCause = cause.head
+        source = by_id[cause.evidence.invariant]  # whose counterexample it is (the head's, but for ties)
+        causes.append(RootCause(head=head.id, adr=head.adr, decision=head.decision, title=head.title,
+                                message=source.message, counterexample=source.counterexample,
+                                counterexampleOperations=source.counterexampleOperations, alsoViolated=cause.also,
+                                sameCause=cause.same))
+    return causes

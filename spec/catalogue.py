@@ -42,7 +42,7 @@ CHECK_KINDS = ("stateful", "explorer", "regressions", "corpus:hostile-names", "c
                "corpus:legacy-logs", "corpus:legacy-override", "corpus:legacy-warnings", "corpus:warm-scan", "corpus:sigkill",
                "corpus:emit-witnesses",
                # Symbolic checks of the spec and the reference's pure functions, run by loomcheck's own
-               # tests (CI): z3 proofs (symbolic/guards.py, symbolic/gate_model.py) and CrossHair searches.
+               # tests (CI): z3 proofs (symbolic/guard_proofs.py, symbolic/gate_model.py) and CrossHair searches.
                "z3:emit-guard", "z3:gate-induction",
                "crosshair:scanner-cut", "crosshair:oracle", "crosshair:fold-snapshot", "crosshair:canonical",
                "vectors:view-digest", "vectors:signatures", "vectors:resume-schemas", "vectors:stray-scan")

@@ -1,6 +1,5 @@
-"""The symbolic layer (issue 9): the z3 and CrossHair checks. They prove, over
-every input rather than a sample, what the spec's rules accept (for example
-guards.py: the ADR 0104 D1 emit guard's meter and quota rules over all 64-bit
-floats and all integers), and derive the boundary witnesses the other layers
-replay against an implementation through the driver. Every solver or CrossHair
-call is bounded in time and reports "unknown", never "proved", when it runs out."""
+"""The symbolic checks: z3 proofs over every input rather than a sample (the emit guard's
+meter and quota rules, the gate model's induction) and CrossHair behaviour-difference
+searches on the kernel's pure functions, with the boundary witnesses the other layers
+replay through the driver. Every solver or CrossHair call is bounded and reports
+"unknown", never "proved", when it runs out (docs/model-checking.md#symbolic-checks)."""

@@ -108,5 +108,6 @@ if __name__ == "__main__":
     except BaseException as error:  # CrossHairInternal is not an Exception; any failure is an "error" result
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             raise
-        outcome = {"status": "error", "seconds": None, "iterations": None, "detail": f"{type(error).__name__}: {error}"}
+        detail = f"{type(error).__name__}: {error}"
+        outcome = {"status": "error", "seconds": None, "iterations": None, "detail": detail}
     sys.stdout.write(json.dumps(outcome) + "\n")

@@ -1,54 +1,29 @@
-"""z3 checks of the emit guard's meter and quota rules (ADR 0104 D1).
+"""The emit guard's boundary witnesses (ADR 0104 D1): meter and quota payloads at every
+edge of the accepted set, each with the spec encoding's verdict (z3 solves the boundary
+floats), and their replay on a validator, the reference's by default. The witnesses are
+the corpus:emit-witnesses corpus every run sends through the driver
+(docs/model-checking.md#the-emit-guard-in-z3).
 
-The spec says: "Every meter field present must be a finite number in
-[0, ceiling]" (the ceilings are spec/events.toml [emit_guard.meter_ceilings])
-and a QUOTA_EXCEEDED "reason must be a string of at most 1024 characters".
-This module
-
-1. encodes the meter sentence in z3's Float64 theory (`spec_accepts`) and
-   proves, as unsat of the negation under a timeout, what it means for a kernel
-   in any language: the accepted floats are exactly one range of bit patterns,
-   [+0.0, c] plus -0.0 (every NaN payload, both infinities, every negative
-   non-zero float and every float above c refused); each ceiling literal is
-   exactly one float; and rounding any integer to a float (to nearest, ties to
-   even: Python's float(n), JS's JSON.parse) keeps it on the same side of the
-   ceiling, which is what makes the reference's `float(value)` safe;
-2. derives the boundary witnesses from z3 models, each with the verdict of the
-   spec encoding, never of an implementation;
-3. replays the witnesses on a validator (by default the reference's
-   `meter_problem` and `quota_problem`) and lists every disagreement.
-
-What it does not prove: that a validator written in Python accepts exactly the
-spec's set (z3 cannot read Python); the validators are checked on the boundary
-witnesses, and the proofs say those boundaries are the only ones there are.
-The quota witnesses are built directly: the rule is a length bound, and z3's
-string theory would only restate it (its lengths count code points, which is
-the decision taken below, not evidence for it).
-
-Run `python -m loomcheck.symbolic.guards` to print every proof with its time.
-"""
+Run `python -m loomcheck.symbolic.guards` to print every proof with its time, the
+witnesses, and the reference validators' disagreements."""
 
 from __future__ import annotations
 
-import struct
 import time
-import tomllib
 from dataclasses import dataclass
-from decimal import Decimal
 from fractions import Fraction
 from functools import cache
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping
 
 import z3
 
 from loomcheck.reference.emitguard import meter_problem, quota_problem
 from loomcheck.spec.canonical import MAX_SAFE_INTEGER, CanonicalError, canonical_json
-from loomcheck.spec.files import SPEC_ROOT
 from loomcheck.spec.vocabulary import vocabulary
+from loomcheck.symbolic.guard_proofs import emit_guard_proofs
+from loomcheck.symbolic.meter_encoding import (F64, TIMEOUT_MS, as_float, ceiling_float, exact_real, float_term,
+                                               spec_accepts, spec_ceilings)
 
-TIMEOUT_MS = 10_000  # per solver call: a proof that needs longer reports unknown, not proved
-F64 = z3.Float64()
-NEGATIVE_ZERO_BITS = 1 << 63
 METER, QUOTA = "RESOURCE_METERED", "QUOTA_EXCEEDED"
 METER_REASONS = frozenset({"invalid-meter"})
 QUOTA_REASONS = frozenset({"invalid-quota"})
@@ -59,174 +34,6 @@ METER_SHAPE_REASONS = frozenset({"invalid-emit", "invalid-meter"})
 QUOTA_SHAPE_REASONS = frozenset({"invalid-emit", "invalid-quota"})
 ASTRAL = "\N{GRINNING FACE}"  # U+1F600: one character (code point), two UTF-16 code units
 
-
-# -- the spec, exactly --------------------------------------------------------------
-
-@cache
-def spec_ceilings() -> dict[str, Fraction]:
-    """The ceilings as the spec writes them: its decimal literals, exact (parsing them
-    as floats would already have rounded, and whether that rounds is proof (b))."""
-    text = (SPEC_ROOT / "events.toml").read_text(encoding="utf-8")
-    raw = tomllib.loads(text, parse_float=Decimal)["emit_guard"]["meter_ceilings"]
-    return {name: Fraction(value) for name, value in raw.items()}
-
-
-def ceiling_groups() -> dict[Fraction, tuple[str, ...]]:
-    """Fields sharing a ceiling share its proofs (ms and wallMs, memBytes and netBytes)."""
-    groups: dict[Fraction, tuple[str, ...]] = {}
-    for name, ceiling in spec_ceilings().items():
-        groups[ceiling] = groups.get(ceiling, ()) + (name,)
-    return groups
-
-
-def _real(value: Fraction) -> z3.ArithRef:
-    return z3.Q(value.numerator, value.denominator)
-
-
-def ceiling_float(ceiling: Fraction) -> z3.FPRef:
-    """The float a kernel compares with: the literal rounded to nearest, as TOML and JSON parsers do."""
-    return z3.fpToFP(z3.RNE(), _real(ceiling), F64)
-
-
-def spec_accepts(x: z3.FPRef, ceiling: z3.FPRef) -> z3.BoolRef:
-    """ADR 0104 D1, word for word: "a finite number in [0, ceiling]". IEEE comparison
-    is exact, so with the ceiling exactly one float (proof b) this is the sentence
-    over the reals; -0.0 >= 0 holds, as it should: -0 is the number 0."""
-    return z3.And(z3.Not(z3.fpIsNaN(x)), z3.Not(z3.fpIsInf(x)),
-                  z3.fpGEQ(x, z3.FPVal(0.0, F64)), z3.fpLEQ(x, ceiling))
-
-
-Acceptor = Callable[[z3.FPRef, z3.FPRef], z3.BoolRef]
-
-
-# -- floats and bit patterns ------------------------------------------------------------
-
-def as_float(bits: int) -> float:
-    return struct.unpack("<d", struct.pack("<Q", bits))[0]
-
-
-def bits_of(value: float) -> int:
-    return struct.unpack("<Q", struct.pack("<d", value))[0]
-
-
-def _fp(value: float) -> z3.FPRef:
-    """A Python float as a z3 constant, through its bit pattern so nothing rounds."""
-    return z3.fpBVToFP(z3.BitVecVal(bits_of(value), 64), F64)
-
-
-def _ground_bits(term: z3.FPRef) -> int:
-    return z3.simplify(z3.fpToIEEEBV(term)).as_long()
-
-
-def _show_bits(bits: int) -> str:
-    return f"{as_float(bits)!r} (bits 0x{bits:016x})"
-
-
-# -- proofs ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Proof:
-    name: str
-    proved: bool | None       # True: the negation is unsat; False: z3 found a counterexample; None: unknown
-    counterexample: str | None
-    seconds: float
-    detail: str = ""          # z3's reason when the answer is unknown (a timeout, say)
-
-
-def _prove(name: str, negation: Sequence[z3.BoolRef], show: Callable[[z3.ModelRef], str],
-           timeout_ms: int = TIMEOUT_MS) -> Proof:
-    solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
-    solver.add(*negation)
-    started = time.perf_counter()
-    verdict = solver.check()
-    seconds = time.perf_counter() - started
-    if verdict == z3.unsat:
-        return Proof(name, True, None, seconds)
-    if verdict == z3.sat:
-        return Proof(name, False, show(solver.model()), seconds)
-    return Proof(name, None, None, seconds, solver.reason_unknown())
-
-
-def prove_accepted_set_is_interval(name: str, ceiling: Fraction, accepts: Acceptor = spec_accepts) -> Proof:
-    """(a) Over all 2**64 bit patterns: accepted iff the pattern is -0.0 or lies in
-    [0, bits(c)] unsigned. Non-negative floats are ordered by their patterns, and
-    every NaN, +inf and negative pattern is above bits(c), so this says: NaN (any
-    payload), both infinities and every negative non-zero float are refused, -0.0
-    and every float in [+0.0, c] accepted, every float above c refused."""
-    c = ceiling_float(ceiling)
-    bits = z3.BitVec("bits", 64)
-    interval = z3.Or(bits == NEGATIVE_ZERO_BITS, z3.ULE(bits, _ground_bits(c)))
-    return _prove(name, [accepts(z3.fpBVToFP(bits, F64), c) != interval],
-                  lambda m: _show_bits(m.eval(bits, model_completion=True).as_long()))
-
-
-def prove_ceiling_is_one_float(name: str, ceiling: Fraction, declared: Sequence[float] = ()) -> Proof:
-    """(b) The literal rounds to the same float downward and upward, so it IS a float
-    and "c" means one value in every language; and the floats an implementation
-    read from the spec (`declared`) are that float. A ground computation: z3 does
-    the exact rational rounding, there is nothing to search."""
-    exact = _real(ceiling)
-    down, up = z3.fpToFP(z3.RTN(), exact, F64), z3.fpToFP(z3.RTP(), exact, F64)
-    wrong = [down != up] + [ceiling_float(ceiling) != _fp(value) for value in declared]
-
-    def show(_: z3.ModelRef) -> str:
-        if _ground_bits(down) != _ground_bits(up):
-            return (f"{ceiling} is not a float: it lies between {as_float(_ground_bits(down))!r} and "
-                    f"{as_float(_ground_bits(up))!r}")
-        return f"{ceiling} is the float {as_float(_ground_bits(down))!r}, but the spec as read says {list(declared)}"
-
-    return _prove(name, [z3.Or(*wrong)], show)
-
-
-def prove_integers_round_safely(name: str, ceiling: Fraction) -> Proof:
-    """(c) For EVERY integer n: the float n rounds to (to nearest, ties to even:
-    Python's float(n), a JS JSON.parse) is accepted by the spec encoding iff
-    0 <= n <= c exactly. A JSON integer is an exact number; this is what makes
-    converting it to a float first safe. Three regions cover the integers: z3
-    proves the middle one, [-2**63, 2**63), over 64-bit integers (a bit-vector
-    query, fast), and the two tails over unbounded z3 Ints. (One query over Int
-    alone is correct too but takes 1 to over 10 s per ceiling: rounding an
-    arbitrary-precision integer is hard for z3's real-to-float conversion.)"""
-    c, top = ceiling_float(ceiling), ceiling.numerator // ceiling.denominator  # n <= c iff n <= floor(c)
-    word = z3.BitVec("n", 64)
-    within = z3.And(word >= 0, word <= min(top, 2**63 - 1))  # signed comparisons: the integer's own order
-    middle = [spec_accepts(z3.fpSignedToFP(z3.RNE(), word, F64), c) != within]
-    n = z3.Int("n")
-    rounded = z3.fpToFP(z3.RNE(), z3.ToReal(n), F64)
-    # Every n in the upper tail is above a ceiling below 2**63, so the spec refuses it;
-    # stating that verdict instead of an equivalence keeps the query small.
-    above = [n >= 2**63, spec_accepts(rounded, c) if top < 2**63 else spec_accepts(rounded, c) != (n <= top)]
-    below = [n < -(2**63), spec_accepts(rounded, c)]
-
-    def show(model: z3.ModelRef) -> str:
-        found = model.eval(word, model_completion=True).as_signed_long() if model.get_interp(word) is not None \
-            else model.eval(n, model_completion=True).as_long()
-        return (f"n = {found}: float(n) = {float(found)!r} is {'accepted' if found > ceiling else 'refused'}, "
-                f"but n is {'above' if found > ceiling else 'within'} the ceiling {ceiling}")
-
-    parts = [_prove(name, negation, show) for negation in (middle, above, below)]
-    seconds = sum(part.seconds for part in parts)
-    for part in parts:
-        if part.proved is not True:  # the first refutation or unknown is the answer
-            return Proof(name, part.proved, part.counterexample, seconds, part.detail)
-    return Proof(name, True, None, seconds)
-
-
-def emit_guard_proofs() -> list[Proof]:
-    """Every proof for the spec's ceilings, one set per distinct ceiling."""
-    declared = vocabulary().emit_guard.meter_ceilings
-    proofs = []
-    for ceiling, names in ceiling_groups().items():
-        label = f"[{', '.join(names)} <= {ceiling}]"
-        proofs.append(prove_accepted_set_is_interval(f"meter.accepted-set-is-interval{label}", ceiling))
-        proofs.append(prove_ceiling_is_one_float(f"meter.ceiling-is-one-float{label}", ceiling,
-                                                 [declared[name] for name in names]))
-        proofs.append(prove_integers_round_safely(f"meter.integers-round-safely{label}", ceiling))
-    return proofs
-
-
-# -- witnesses ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Witness:
@@ -302,9 +109,9 @@ def spec_verdict(value: Any, ceiling: Fraction) -> bool:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False  # "a non-numeric increment is refused"; JSON true/false are not numbers
     if isinstance(value, int):
-        claim = z3.And(z3.IntVal(value) >= 0, z3.ToReal(z3.IntVal(value)) <= _real(ceiling))
+        claim = z3.And(z3.IntVal(value) >= 0, z3.ToReal(z3.IntVal(value)) <= exact_real(ceiling))
     else:
-        claim = spec_accepts(_fp(value), ceiling_float(ceiling))
+        claim = spec_accepts(float_term(value), ceiling_float(ceiling))
     return z3.is_true(z3.simplify(claim))
 
 

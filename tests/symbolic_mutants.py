@@ -8,7 +8,7 @@ The last four canonical mutants (upper-case hex escapes, an exponent without "+"
 code-point name order, shortest digits by rounding alone) are NOT found by the
 canonical check within 35 s of CrossHair: they are kept so that claim can be
 re-run (`python -m loomcheck.symbolic.crosshair_search
-loomcheck.symbolic.contracts.canonical_spec loomcheck.tests.symbolic_mutants.<name> 30 2000`),
+loomcheck.symbolic.canonical_reading.canonical_spec loomcheck.tests.symbolic_mutants.<name> 30 2000`),
 not tested. Hypothesis and the published vectors find them."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from loomcheck.properties.stray_oracle import JSON
 from loomcheck.reference.fold import HANDLERS, State, answers_no_suspend_point, fold
 from loomcheck.reference.scanner import StrayScanner, scan
 from loomcheck.spec import canonical
-from loomcheck.symbolic.contracts import (JsonLike, LogCode, answers_of, as_doubles, cut_at, decode_log,
-                                          in_two_at_every_cut, kinds, verdict_tuple)
+from loomcheck.symbolic.canonical_reading import JsonLike, as_doubles
+from loomcheck.symbolic.log_pairs import LogCode, answers_of, cut_at, decode_log, in_two_at_every_cut, kinds, verdict_tuple
 
 
 # -- scanner-cut: R1a broken ----------------------------------------------------------

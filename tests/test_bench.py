@@ -1,4 +1,4 @@
-"""The benchmarks run and report (issue 10); their targets are judged by
+"""The benchmarks run and report (docs/bench.md); their targets are judged by
 `python -m loomcheck.bench`, never here: these machines are shared and noisy."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Campaigns beyond CI (issue 9): the seed a randomised run draws and records, the
+"""Campaigns beyond CI (docs/campaigns.md): the seed a randomised run draws and records, the
 example database (a directory, or Redis shared by several machines) whose failures
 a later run replays first, and `loomcheck promote`, which turns a run's
 counterexamples into committed regression logs. Each check is shown failing on a
@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -120,14 +124,66 @@ def test_the_failure_survives_the_round_that_leaves_its_invariant_out(scope: str
         assert seen["kept"] == 0 and seen["later"] > 1, seen
 
 
+REDIS_MISSING = "needs Debian's redis-server on the PATH (apt-get install redis-server); CI installs redis-server"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _answers(port: int) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=0.5).ping())
+    except redis.exceptions.ConnectionError:
+        return False
+
+
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A real Redis server of its own on loopback, with no persistence, stopped after the
+    test whatever its outcome. Missing, it fails the test under CI and skips it elsewhere."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(REDIS_MISSING)
+        pytest.skip(REDIS_MISSING)
+    log = tmp_path / "redis-server.log"
+    for _ in range(3):  # another process may take the free port before the server binds it
+        port = _free_port()
+        with log.open("ab") as output:
+            server = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                       "--appendonly", "no", "--dir", str(tmp_path)],
+                                      stdout=output, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 20
+            while server.poll() is None and not _answers(port) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if server.poll() is None and _answers(port):
+                yield f"redis://127.0.0.1:{port}/0"
+                return
+        finally:
+            _stop(server)
+    pytest.fail(f"redis-server did not answer on loopback: {log.read_text(errors='replace')[-2000:]}")
+
+
 def test_a_shared_redis_database_carries_a_failure_from_one_machine_to_another(
-        without_database: StatefulResult) -> None:
-    fakeredis = pytest.importorskip("fakeredis", reason="a test-only dependency: pip install fakeredis")
-    server = fakeredis.FakeServer()  # one Redis; two clients stand for two machines
-    url = "redis://campaign-db:6379/0"
-    one = open_database(parse_database(url, "campaign"), connect=lambda _: fakeredis.FakeRedis(server=server))
-    other = open_database(parse_database(url, "campaign"), connect=lambda _: fakeredis.FakeRedis(server=server))
-    assert type(one).__name__ == "RedisExampleDatabase"
+        redis_url: str, without_database: StatefulResult) -> None:
+    one = open_database(parse_database(redis_url, "campaign"))   # two clients of one server stand for two machines
+    other = open_database(parse_database(redis_url, "campaign"))
+    assert type(one).__name__ == type(other).__name__ == "RedisExampleDatabase"
     assert FAILS in mutant_run(FIRST_SEED, one).failures
     assert mutant_run(LATER_SEED, other).examples_to_failure[FAILS] == 1 < without_database.examples_to_failure[FAILS]
 

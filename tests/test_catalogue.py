@@ -223,7 +223,7 @@ OFFLINE_CHECKS = {
 
 
 def test_every_check_an_invariant_names_is_run_somewhere() -> None:
-    from loomcheck.run.runner import CORPORA
+    from loomcheck.run.corpus_phase import CORPORA
 
     run_by_the_runner = {"stateful", "explorer", "regressions", "corpus:sigkill"} | {kind for kind, _, _ in CORPORA}
     tests = Path(__file__).parent

@@ -86,8 +86,8 @@ def test_main_job_on_the_reference_through_the_installed_command(tmp_path: Path)
     # are what this run gives, status by status.
     statuses = lambda r: {x["id"]: x["status"] for x in r["results"]}  # noqa: E731
     for name, fresh in (("reference", report), ("reference-stdio", stdio)):
-        committed = json.loads((ROOT / "reports" / name / "report.json").read_text(encoding="utf-8"))
-        assert statuses(committed) == statuses(fresh), f"reports/{name} is stale: {REGENERATE_REPORTS}"
+        committed = json.loads((ROOT / "results" / name / "report.json").read_text(encoding="utf-8"))
+        assert statuses(committed) == statuses(fresh), f"results/{name} is stale: {REGENERATE_REPORTS}"
     corpora = lambda r: [(c["name"], c["cases"], c["violations"], c["perCategory"]) for c in r["corpora"]]  # noqa: E731
     assert corpora(stdio) == corpora(report)
     assert stdio["stateMachineSteps"] == report["stateMachineSteps"]

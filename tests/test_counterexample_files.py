@@ -18,9 +18,9 @@ def test_two_implementation_errors_keep_two_files_and_one_found_twice_keeps_one(
     run = Run("reference:memory", load_catalogue(), report_dir=tmp_path)
     starts = [FLOW, Start("x", "f", "\ud800")]
     answers = [FLOW, Start("x", "f", None), Resume("x", "go1", "\ud800")]
-    first = run._write_counterexample("implementation-error", starts, None, "start raised")
-    second = run._write_counterexample("implementation-error", answers, None, "resume raised")
-    again = run._write_counterexample("implementation-error", starts, None, "start raised")
+    first = run.write_counterexample("implementation-error", starts, None, "start raised")
+    second = run.write_counterexample("implementation-error", answers, None, "resume raised")
+    again = run.write_counterexample("implementation-error", starts, None, "start raised")
     assert first is not None and second is not None
     assert first != second and again == first
     assert [len(load_regression(Path(p)).operations) for p in (first, second)] == [2, 3]
@@ -29,6 +29,6 @@ def test_two_implementation_errors_keep_two_files_and_one_found_twice_keeps_one(
 
 def test_an_invariant_keeps_one_file_named_after_it(tmp_path: Path) -> None:
     run = Run("reference:memory", load_catalogue(), report_dir=tmp_path)
-    first = run._write_counterexample("gate.i-receives-entry-i", [FLOW, Start("x", "f", 1)], "m", None)
-    shorter = run._write_counterexample("gate.i-receives-entry-i", [FLOW, Start("x", "f", None)], "m", None)
+    first = run.write_counterexample("gate.i-receives-entry-i", [FLOW, Start("x", "f", 1)], "m", None)
+    shorter = run.write_counterexample("gate.i-receives-entry-i", [FLOW, Start("x", "f", None)], "m", None)
     assert first == shorter and Path(first).name == "gate.i-receives-entry-i.json"

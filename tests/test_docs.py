@@ -1,6 +1,7 @@
-"""docs/invariants.md, the catalogue as a document: the committed copy is what
-`loomcheck docs` renders now (a stale copy fails the build, like the spec
-exports), and the rendering does not move with what changes on every run."""
+"""docs/invariants.md, the catalogue as a document, and results/matrix.html: the committed copies
+are what the committed reports give now (a stale copy fails the build, like the spec exports;
+no kernel runs here), the rendering does not move with what changes on every run, and the
+hand-written pages link only to what exists."""
 
 from __future__ import annotations
 
@@ -11,18 +12,15 @@ import pytest
 from loomcheck.cli import main
 from loomcheck.reports.catalogue_doc import render_docs
 from loomcheck.reports.model import Report
-from loomcheck.reports.regenerate import PEERS, RUNS
+from loomcheck.reports.regenerate import DOC, MATRIX, RESULTS, ROOT, derived_outputs
 from loomcheck.spec.catalogue import load_catalogue
 from loomcheck.spec.regressions import committed_regressions
+from markdown_links import broken_links
 
-ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "invariants.md"
-REFERENCE_REPORT = ROOT / "reports" / "reference" / "report.json"
-# The committed reports the document shows: the reference through both transports, and the example adapter.
-COMMITTED = [ROOT / "reports" / name / "report.json" for name, _ in RUNS]
-REGENERATE = ("run `loomcheck docs --report reports/reference/report.json --report reports/reference-stdio/report.json "
-              "--report reports/node-example/report.json --out docs/invariants.md` from the repository root and commit "
-              "the result")
+REFERENCE_REPORT = RESULTS / "reference" / "report.json"
+REGENERATE = "run `.venv/bin/python -m loomcheck.reports.regenerate --derived-only` from the repository root and commit the result"
+# The pages people write: their links must survive a file's move.
+HAND_WRITTEN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(RESULTS.rglob("*.md"))]
 
 
 def reference_report() -> Report:
@@ -33,9 +31,23 @@ def rendered(*reports: Report) -> str:
     return render_docs(load_catalogue(), committed_regressions(), list(reports))
 
 
-def test_committed_invariants_doc_is_up_to_date() -> None:
-    committed = [Report.model_validate_json(path.read_text(encoding="utf-8")) for path in COMMITTED]
-    assert DOC.read_text(encoding="utf-8") == rendered(*committed), f"docs/invariants.md is stale: {REGENERATE}"
+@pytest.fixture(scope="module")
+def derived() -> dict[Path, str]:
+    return derived_outputs()
+
+
+def test_committed_invariants_doc_is_up_to_date(derived: dict[Path, str]) -> None:
+    assert DOC.read_text(encoding="utf-8") == derived[DOC], f"docs/invariants.md is stale: {REGENERATE}"
+
+
+def test_committed_matrix_is_up_to_date(derived: dict[Path, str]) -> None:
+    """results/matrix.html is what `loomcheck matrix` renders of the committed reports now."""
+    assert MATRIX.read_text(encoding="utf-8") == derived[MATRIX], f"results/matrix.html is stale: {REGENERATE}"
+
+
+@pytest.mark.parametrize("page", HAND_WRITTEN, ids=[p.relative_to(ROOT).as_posix() for p in HAND_WRITTEN])
+def test_every_link_of_a_page_leads_somewhere(page: Path) -> None:
+    assert broken_links(page) == []
 
 
 def test_volatile_report_fields_do_not_change_the_document() -> None:
@@ -85,16 +97,3 @@ def test_cli_refuses_a_file_that_is_not_a_report(tmp_path: Path, capsys: pytest.
     bad.write_text("{}", encoding="utf-8")
     assert main(["docs", "--report", str(bad)]) == 3
     assert "not a loomcheck report" in " ".join(capsys.readouterr().out.split())  # the console wraps long lines
-
-
-def test_committed_matrix_is_up_to_date() -> None:
-    """reports/matrix.html is what `loomcheck matrix` renders of the committed reports now."""
-    from loomcheck.reports.html import render_matrix
-    from loomcheck.reports.reading import read_report
-
-    reports_dir = ROOT / "reports"
-    paths = [reports_dir / name / "report.json" for name, _ in RUNS] + \
-            [reports_dir / "peers" / peer / "report.json" for peer in PEERS]
-    rendered_matrix = render_matrix([(path, read_report(path)) for path in paths], html_dir=reports_dir)
-    assert (reports_dir / "matrix.html").read_text(encoding="utf-8") == rendered_matrix, \
-        "reports/matrix.html is stale: run `.venv/bin/python -m loomcheck.reports.regenerate` and commit the result"

@@ -67,7 +67,7 @@ def test_the_d1_table_row_follows_the_state() -> None:
 def test_markdown_and_html_show_the_explanation(tmp_path: Path) -> None:
     why = explain(Violation("answer.one-suspend-point", "#4 became an entry while running.", (4,), ("the entry",),
                             "record nothing", "x"), {"x": LOG})
-    report = Report.model_validate_json((Path(__file__).parents[1] / "reports/reference/report.json").read_text())
+    report = Report.model_validate_json((Path(__file__).parents[1] / "results/reference/report.json").read_text())
     record = next(r for r in report.results if r.id == "answer.one-suspend-point")
     failed = InvariantRecord(**{**record.model_dump(), "status": "fail", "message": why.claim,
                                 "explanation": ExplanationModel.model_validate(why.to_json())})

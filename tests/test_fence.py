@@ -16,7 +16,7 @@ from fakes.fence import ALL, NODE, FenceBreach, FencedKernel
 from loomcheck.explore.alphabet import scenarios
 from loomcheck.fleet.case_replay import replay_case
 from loomcheck.contract.needs import Undeclared, operations_need
-from loomcheck.run.runner import Run, not_applicable_because
+from loomcheck.run.runner import PHASES, Run
 from loomcheck.contract.script import Recover, from_model
 from loomcheck.contract.session import ImplementationFailed, Session, hello_of
 from loomcheck.corpora.result import CorpusResult
@@ -32,23 +32,19 @@ SETS = {**{f"all-but-{f}": ALL - {f} for f in sorted(ALL)}, **SMALL}
 
 
 def walk(features: frozenset[str], tmp: Path, machine_examples: int = 12) -> tuple[list[str], Run]:
-    """Every phase of a run but its real crashes (the fence lives in process), on a fenced kernel."""
+    """Every phase of a run but its real crashes (the fence lives in process), on a fenced kernel:
+    what applies to it is decided as for any run (run/applicability.py, through Run.meet)."""
     kernel = FencedKernel(features)
     run = Run("fence", load_catalogue(), report_dir=tmp, explore_depth=2, explore_seconds=10)
     run.budget = replace(run.budget, max_examples=machine_examples)
     run.driver = kernel
-    run.hello = hello_of(kernel)
-    run.report.implementation.name = run.hello.name
-    for invariant in run.selected:
-        why = not_applicable_because(invariant, run.hello)
-        if why:
-            run.na[invariant.id] = why
-    session = run._observed(Session(kernel, features))
-    for phase, body in (("stateful", run._stateful), ("explorer", run._explore),
-                        ("regressions", run._regressions), ("corpus", run._corpus)):
-        run._phase(phase, lambda body=body: body(session))
+    run.meet(hello_of(kernel))
+    session = run.observed(Session(kernel, features))
+    for name, body in PHASES:
+        if name != "root causes":
+            run.phase(name, lambda body=body: body(run, session))
     run.report.complete = True
-    run._records()
+    run.records()
     return kernel.breaches, run
 
 

@@ -1,7 +1,8 @@
 """The example adapter in JavaScript (examples/node/kernel.mjs) through the stdio
 transport, as a third party would run it: a complete report, no finding of the
-implementation failing, some invariants passing, and every invariant that needs a
-feature the kernel does not declare reported not-applicable."""
+implementation failing, some invariants passing, every invariant that needs a
+feature the kernel does not declare reported not-applicable, and each status what
+the committed report (results/node-example) says."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from loomcheck.cli import main
 from loomcheck.spec.catalogue import load_catalogue
 
 NODE = shutil.which("node")
-KERNEL = Path(__file__).resolve().parents[1] / "examples" / "node" / "kernel.mjs"
+ROOT = Path(__file__).resolve().parents[1]
+KERNEL = ROOT / "examples" / "node" / "kernel.mjs"
+COMMITTED = ROOT / "results" / "node-example" / "report.json"
 # The kernel's own ground (gates, resume ingress, the fold, recovery) and two
 # families that need features it does not declare (human steps, approvals).
 ONLY = ["gate.", "resume.", "fold.", "recovery.", "refusal.", "human.", "approvals.digest-"]
@@ -48,3 +51,8 @@ def test_the_node_example_adapter_runs_through_the_harness(tmp_path: Path, capsy
     for invariant_id in needing_more:
         assert statuses[invariant_id]["status"] == "not-applicable", (invariant_id, statuses[invariant_id])
     assert code in (0, 1), out  # 1: an invariant failed, which a tiny kernel may do; never 2 (partial)
+
+    committed = {r["id"]: r["status"] for r in json.loads(COMMITTED.read_text(encoding="utf-8"))["results"]}
+    stale = {i: (committed.get(i), r["status"]) for i, r in statuses.items() if committed.get(i) != r["status"]}
+    assert not stale, f"results/node-example is stale (committed, now): {stale}; run " \
+                      "`.venv/bin/python -m loomcheck.reports.regenerate` and commit the result"

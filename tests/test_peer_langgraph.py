@@ -1,5 +1,5 @@
 """The LangGraph adapter maps each primitive faithfully (checked against LangGraph's own
-API, not only through the adapter), the divergences in reports/peers/langgraph/ANALYSIS.md
+API, not only through the adapter), the divergences in results/peers/langgraph/ANALYSIS.md
 are LangGraph's own behaviour (each shown here directly, in a few calls), and the suite
 catches a mapping that breaks a primitive."""
 
@@ -102,7 +102,7 @@ def test_raw_passes_a_misaddressed_answer_to_langgraph_which_takes_it() -> None:
     d.close()
 
 
-# -- the divergences: reports/peers/langgraph/repro/, run by tests/test_peer_repros.py; here, a sharp edge --
+# -- the divergences: results/peers/langgraph/repro/, run by tests/test_peer_repros.py; here, a sharp edge --
 def test_finding_get_state_after_a_crash_reports_the_answered_interrupt_as_pending() -> None:
     """Why the adapter reads parked-or-crashed from invoke's return: after a run that raised
     past an answered interrupt, get_state lists that interrupt beside the error."""

@@ -107,13 +107,13 @@ def test_unknown_execution_is_the_one_refusal_the_adapter_makes(driver: LlamaInd
     assert (outcome.ok, outcome.reason) == (False, "unknown-execution")
 
 
-# -- the divergences: reports/peers/llamaindex/repro/, run by tests/test_peer_repros.py; here, a sharp edge -
+# -- the divergences: results/peers/llamaindex/repro/, run by tests/test_peer_repros.py; here, a sharp edge -
 def _repro_helpers() -> Any:
-    """The workflow and helpers the committed reproducers use (reports/peers/llamaindex/repro/two_gates.py)."""
+    """The workflow and helpers the committed reproducers use (results/peers/llamaindex/repro/two_gates.py)."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).parents[1] / "reports/peers/llamaindex/repro/two_gates.py"
+    path = Path(__file__).parents[1] / "results/peers/llamaindex/repro/two_gates.py"
     spec = importlib.util.spec_from_file_location("llamaindex_two_gates", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -1,5 +1,5 @@
-"""`loomcheck repro --impl <peer>` writes a script in the peer's own API (issue 11,
-adapters/scripts/). For every committed finding of a peer whose adapter has a
+"""`loomcheck repro --impl <peer>` writes a script in the peer's own API
+(peers/scripts/). For every committed finding of a peer whose adapter has a
 translation: the script runs with loomcheck unimportable, reproduces (exit 1), and
 its log of every execution is the adapter's, event for event, with the same
 outcomes. That last check is what keeps a translation from drifting away from
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 
-PEERS = Path(__file__).parents[1] / "reports" / "peers"
+PEERS = Path(__file__).parents[1] / "results" / "peers"
 # report folder -> (the --impl that produced it, the library it needs)
 TRANSLATED = {"langgraph": ("langgraph", "langgraph"), "langgraph-raw": ("langgraph-raw", "langgraph"),
               "llamaindex": ("llamaindex", "workflows"), "dbos": ("dbos", "dbos"),

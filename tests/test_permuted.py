@@ -49,7 +49,7 @@ def test_the_permuted_reference_conforms_in_process_and_differs_only_on_profile_
     code, report = _finish(_run("python:permuted:make", tmp_path), tmp_path)
     _conforms(code, report)
     # The reference's verdicts as committed (tests/test_cli.py checks that a fresh run gives them).
-    baseline = Report.model_validate_json((TESTS.parent / "reports" / "reference" / "report.json").read_text())
+    baseline = Report.model_validate_json((TESTS.parent / "results" / "reference" / "report.json").read_text())
     ours = {r.id: r.status for r in baseline.results}
     # The committed reference runs on SQLite (durable, kill-points); the permuted one in memory, so
     # what needs a durable store is not applicable to it, and that is the only other difference.
@@ -187,12 +187,12 @@ def test_a_profile_disagreement_changes_the_exit_status_only_when_strict() -> No
 def test_the_terminal_and_junit_show_a_disagreement_apart(tmp_path: Path) -> None:
     from junitparser import JUnitXml, Skipped
 
-    from loomcheck.cli import _status_cell
+    from loomcheck.cli.console import status_cell
     from loomcheck.reports.markdown import render_markdown
     from loomcheck.reports.writers import write_junit
 
     report = _report("advisory")
-    assert _status_cell(report.results[0]).endswith("(canonical-json)")
+    assert status_cell(report.results[0]).endswith("(canonical-json)")
     assert "profile disagreements" in render_markdown(report)
     write_junit(report, tmp_path / "junit.xml")
     (case,) = [c for suite in JUnitXml.fromfile(str(tmp_path / "junit.xml")) for c in suite]

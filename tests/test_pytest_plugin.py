@@ -79,7 +79,6 @@ def test_settings_from_loomcheck_toml_and_not_applicable_skips(pytester: pytest.
 def test_manifest_expectations_become_xfail_and_xpass(pytester: pytest.Pytester) -> None:
     """tests/mutants/validating_load.py re-parses answers on load: it fails
     typed.rehydration-not-validated and passes typed.sharp-edge."""
-    pytest.importorskip("loomcheck.run.manifest")
     pytester.syspathinsert(TESTS)
     pytester.makefile(".toml", loomcheck="")
     manifest = pytester.makefile(".toml", manifest=textwrap.dedent('''
@@ -160,7 +159,6 @@ def test_enabled_from_conftest_as_the_docs_say(pytester: pytest.Pytester) -> Non
 
 
 def test_manifest_unsupported_features_make_items_not_applicable(pytester: pytest.Pytester) -> None:
-    pytest.importorskip("loomcheck.run.manifest")
     pytester.makefile(".toml", loomcheck='impl = "reference:memory"\nonly = ["typed.sharp-edge"]\nmanifest = "manifest.toml"\n')
     pytester.makefile(".toml", manifest='[features]\nunsupported = ["resume-schemas"]\nreason = "not yet"\n')
     result = pytester.runpytest(*PLUGIN, "-rs")

@@ -13,13 +13,13 @@ import pytest
 from loomcheck.cli import main
 from loomcheck.reports.diff import diff_reports
 from loomcheck.reports.html import render_matrix
+from loomcheck.run.applicability import declared_features
 from loomcheck.run.manifest import (
     TODO,
     ExpectedEntry,
     Manifest,
     apply_manifest,
     dump_manifest,
-    effective_features,
     load_manifest,
     updated_manifest,
 )
@@ -112,8 +112,8 @@ def test_a_broken_manifest_stops_the_run_before_it_starts(tmp_path: Path, capsys
 def test_unsupported_features_are_taken_from_hello() -> None:
     manifest = Manifest.model_validate({"features": {"unsupported": ["timers", "parallel"], "reason": "not yet"}})
     assert manifest.unsupported == ["timers", "parallel"]
-    assert effective_features(["fold", "timers", "recover"], manifest) == ["fold", "recover"]
-    assert effective_features(["fold"], None) == ["fold"]
+    assert declared_features(["fold", "timers", "recover"], manifest) == ["fold", "recover"]
+    assert declared_features(["fold"], None) == ["fold"]
 
 
 # -- applying a manifest: exit codes ------------------------------------------------------
@@ -364,6 +364,16 @@ def test_a_message_quoting_a_lone_surrogate_is_written_escaped(tmp_path: Path) -
     report.findings[0].message = "worse \udfff"  # as the runner fills it in
     write_json(report, tmp_path / "report.json")
     assert json.loads((tmp_path / "report.json").read_text())["findings"][0]["message"] == "worse \\udfff"
+
+
+def test_report_json_is_one_compact_line_that_reads_back_the_same(tmp_path: Path) -> None:
+    from loomcheck.reports.reading import read_report
+
+    report = _report(_failing(GATE), _record(LEGACY))
+    write_json(report, tmp_path / "report.json")
+    text = (tmp_path / "report.json").read_text(encoding="utf-8")
+    assert text.endswith("}\n") and text.count("\n") == 1
+    assert read_report(tmp_path / "report.json") == report
 
 
 # -- root causes: the distinct ones lead every output ------------------------------------------

@@ -1,4 +1,4 @@
-"""`loomcheck repro` (issue 11): a counterexample as a reproducer the kernel's
+"""`loomcheck repro`: a counterexample as a reproducer the kernel's
 maintainers run without loomcheck's harness; it exits 1 while the failure
 reproduces and 0 on a kernel without it."""
 

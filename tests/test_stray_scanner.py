@@ -230,7 +230,8 @@ def test_every_cut_of_every_fleet_log_equals_one_pass() -> None:
     """R1a on the logs a mixed-version fleet writes (the generated corpus, fixed cases
     included): for every cut position, the prefix fed then the rest equals one full scan,
     snapshot and all, and feeding the whole log again changes nothing."""
-    from loomcheck.fleet.generate import fixed_cases, generated_case
+    from loomcheck.fleet.generate import generated_case
+    from loomcheck.fleet.scripted_cases import fixed_cases
     from loomcheck.reference.legacy import kinds_of
     from loomcheck.spec.programs import FlowProgram
 

@@ -1,4 +1,5 @@
-"""z3 over the abstract model of the gate-answer discipline (symbolic/gate_model.py):
+"""z3 over the abstract model of the gate-answer discipline (symbolic/gate_model.py,
+gate_relation.py, gate_agreement.py):
 bounded model checking, the induction proof for every G and every history length,
 the seeded broken relations each refuted with a readable counterexample, and the
 encoding checked against the Python model it encodes."""
@@ -8,8 +9,9 @@ from __future__ import annotations
 import pytest
 import z3
 
-from loomcheck.symbolic import gate_model as gates
-from loomcheck.symbolic.gate_model import BROKEN, COMPLETED, agrees_with_python, bmc, induction, reach
+from loomcheck.symbolic.gate_agreement import agrees_with_python
+from loomcheck.symbolic.gate_model import bmc, induction, reach, verdict_of
+from loomcheck.symbolic.gate_relation import BROKEN, COMPLETED, CRASHED
 
 
 def test_bmc_finds_no_violation_up_to_the_bound() -> None:
@@ -28,7 +30,7 @@ def test_the_relation_is_not_vacuous() -> None:
     # exist, and to a crash after a gate passed.
     trace = reach(4, lambda G, s: s.status == COMPLETED, gates=3)
     assert trace is not None and "completed, 3 answer(s)" in trace[-1], trace
-    trace = reach(3, lambda G, s: z3.And(s.status == gates.CRASHED, s.n == 1), gates=2)
+    trace = reach(3, lambda G, s: z3.And(s.status == CRASHED, s.n == 1), gates=2)
     assert trace is not None and "crashed, 1 answer(s)" in trace[-1], trace
 
 
@@ -65,5 +67,5 @@ def test_the_differential_catches_an_encoding_that_differs() -> None:
 
 
 def test_unknown_is_never_proved() -> None:
-    assert gates._verdict(z3.unknown) == "unknown"
-    assert gates._verdict(z3.unsat) == "proved" and gates._verdict(z3.sat) == "violated"
+    assert verdict_of(z3.unknown) == "unknown"
+    assert verdict_of(z3.unsat) == "proved" and verdict_of(z3.sat) == "violated"

@@ -1,4 +1,4 @@
-"""The z3 layer for the emit guard (ADR 0104 D1, issue 9): the proofs hold for the
+"""The z3 layer for the emit guard (ADR 0104 D1): the proofs hold for the
 spec's ceilings and fail for hypothetical ones and broken encodings; the z3
 witnesses are the boundaries Python's own float arithmetic names; the reference's
 validators agree with the spec on every witness and broken validators do not; the
@@ -19,11 +19,11 @@ from loomcheck.corpora.emit_witnesses import CHECK, IDS, PATHS, run_emit_witness
 from loomcheck.reference import emitguard
 from loomcheck.reference.context import FlowContext
 from loomcheck.reference.driver import ReferenceDriver
-from loomcheck.symbolic import guards
-from loomcheck.symbolic.guards import (F64, Proof, as_float, boundary_floats, ceiling_groups, check_meter_validator,
-                                       check_quota_validator, emit_guard_proofs, meter_witnesses,
-                                       prove_accepted_set_is_interval, prove_ceiling_is_one_float,
-                                       prove_integers_round_safely, quota_witnesses, spec_ceilings)
+from loomcheck.symbolic.guard_proofs import (Proof, emit_guard_proofs, prove_accepted_set_is_interval,
+                                             prove_ceiling_is_one_float, prove_integers_round_safely)
+from loomcheck.symbolic.guards import (MeterValidator, QuotaValidator, boundary_floats, check_meter_validator,
+                                       check_quota_validator, meter_witnesses, quota_witnesses)
+from loomcheck.symbolic.meter_encoding import F64, Acceptor, as_float, ceiling_groups, spec_ceilings
 from loomcheck.spec.vocabulary import vocabulary
 from mutants import loose_meter, loose_quota
 
@@ -51,7 +51,7 @@ def test_the_exact_ceilings_are_the_spec_literals_and_the_reference_reads_the_sa
 
 
 # Encodings a kernel might write instead of the sentence; each must fail the interval proof.
-BROKEN_ENCODINGS: dict[str, tuple[guards.Acceptor, Callable[[float], bool]]] = {
+BROKEN_ENCODINGS: dict[str, tuple[Acceptor, Callable[[float], bool]]] = {
     # Python's `not (x < 0 or x > c)`: every comparison with NaN is false, so NaN passes.
     "not (x < 0 or x > c)": (lambda x, c: z3.Not(z3.Or(z3.fpLT(x, z3.FPVal(0.0, F64)), z3.fpGT(x, c))), math.isnan),
     "0 <= x < c": (lambda x, c: z3.And(z3.fpGEQ(x, z3.FPVal(0.0, F64)), z3.fpLT(x, c)), lambda v: v == 1e12),
@@ -123,7 +123,7 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def per_value(problem: Callable[[Any, float], bool]) -> guards.MeterValidator:
+def per_value(problem: Callable[[Any, float], bool]) -> MeterValidator:
     """A meter validator shaped like the reference's, judging each field with `problem`."""
     def validator(payload: Any, ceilings: Any) -> str | None:
         if not isinstance(payload, dict):
@@ -145,7 +145,7 @@ def first_field_only(payload: Any, ceilings: Any) -> str | None:
 
 
 # (validator, a label fragment of the witness that must catch it)
-METER_MUTANTS: dict[str, tuple[guards.MeterValidator, str]] = {
+METER_MUTANTS: dict[str, tuple[MeterValidator, str]] = {
     "forgets NaN": (per_value(lambda v, c: not _number(v) or v < 0 or v > c), "NaN"),
     "x < c": (per_value(lambda v, c: not _number(v) or not (0 <= float(v) < c)), "the ceiling"),
     "x > 0": (per_value(lambda v, c: not _number(v) or not (0 < float(v) <= c)), "-0.0"),
@@ -167,7 +167,7 @@ def test_the_meter_witnesses_catch_broken_validators(mutant: str) -> None:
     assert any(catcher in m.witness.label for m in mismatches), [str(m) for m in mismatches]
 
 
-QUOTA_MUTANTS: dict[str, tuple[guards.QuotaValidator, str]] = {
+QUOTA_MUTANTS: dict[str, tuple[QuotaValidator, str]] = {
     # A JS kernel's reason.length: UTF-16 code units, two per astral character.
     "UTF-16 units": (lambda p, limit: None if isinstance(p, dict) and isinstance(p.get("reason"), str)
                      and len(p["reason"].encode("utf-16-le")) // 2 <= limit else "refused", "astral"),
@@ -193,7 +193,7 @@ def session_on(driver: ReferenceDriver, features: frozenset[str] | None = None) 
     return Session(driver, frozenset(hello_of(driver).features) if features is None else features)
 
 
-def patched(meter: guards.MeterValidator | None = None, quota: guards.QuotaValidator | None = None) -> ReferenceDriver:
+def patched(meter: MeterValidator | None = None, quota: QuotaValidator | None = None) -> ReferenceDriver:
     """The reference with one validator swapped, the way tests/mutants/loose_meter.py does it."""
     class Patched(FlowContext):
         def emit(self, event_type: str, payload: Any, scope: Any = None) -> None:
