@@ -54,12 +54,25 @@ def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
     assert "not valid TOML" in message
 
 
-def test_missing_statement_names_entry_and_field(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(statement=None))
+# One field wrong in an otherwise valid entry: the message names the file, the entry and the field.
+BROKEN_FIELDS = {
+    "missing statement": ({"statement": None}, ['invariant #1 ("gate.example")', "field 'statement'", "Field required"]),
+    "statement without full stop": ({"statement": "An example invariant always holds"},
+                                    ['invariant #1 ("gate.example")', "statement", "full stop"]),
+    "unknown check kind": ({"checks": ["stateful", "fuzz"]}, ["field 'checks.1'"]),
+    "empty checks": ({"checks": []}, ["field 'checks'"]),
+    "unknown feature in requires": ({"requires": ["fold", "time-travel"]}, ["field 'requires.1'"]),
+    "extra field": ({"colour": "blue"}, ["field 'colour'", "Extra inputs are not permitted"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_FIELDS))
+def test_a_broken_field_is_named(tmp_path: Path, case: str) -> None:
+    change, expected = BROKEN_FIELDS[case]
+    message = broken(tmp_path, entry(**change))
     assert "broken.toml" in message
-    assert 'invariant #1 ("gate.example")' in message
-    assert "field 'statement'" in message
-    assert "Field required" in message
+    for words in expected:
+        assert words in message
 
 
 def test_unknown_adr_names_the_field(tmp_path: Path) -> None:
@@ -77,38 +90,6 @@ def test_bad_id_pattern_names_the_field(tmp_path: Path, bad_id: str) -> None:
     assert "invariant #1" in message
     assert "field 'id'" in message
     assert "pattern" in message
-
-
-def test_statement_without_full_stop(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(statement="An example invariant always holds"))
-    assert "broken.toml" in message
-    assert 'invariant #1 ("gate.example")' in message
-    assert "statement" in message
-    assert "full stop" in message
-
-
-def test_unknown_check_kind_names_the_field(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(checks=["stateful", "fuzz"]))
-    assert "broken.toml" in message
-    assert "field 'checks.1'" in message
-
-
-def test_empty_checks_are_refused(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(checks=[]))
-    assert "field 'checks'" in message
-
-
-def test_unknown_feature_in_requires_names_the_field(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(requires=["fold", "time-travel"]))
-    assert "broken.toml" in message
-    assert "field 'requires.1'" in message
-
-
-def test_extra_field_names_the_field(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(colour="blue"))
-    assert "broken.toml" in message
-    assert "field 'colour'" in message
-    assert "Extra inputs are not permitted" in message
 
 
 def test_misspelt_table_name(tmp_path: Path) -> None:
