@@ -1,20 +1,7 @@
-"""Real crash faults: the kernel's process is killed with SIGKILL at chosen
-points, started again on the same store, and recovered (feature "durable",
-docs/protocol.md). Then the invariants are checked on what the store holds.
-
-Each case runs a small flow's script up to a point, kills the process there
-(between two operations, or inside one at its n-th append with feature
-"kill-points"), recovers every abandoned execution, and answers whatever gate
-the execution is parked on until it ends. Judged:
-
-- crash.acknowledged-events-survive: every event read back after an answered
-  operation is still there after the kill, unchanged, at the same sequence;
-- crash.recovery-completes: the execution still completes with the program's
-  output, every gate having observed the answer sent to it (ADR 0104 D1:
-  recovery answers no gate; the answers do);
-- the log invariants of the kernel model on every step after the kill (the
-  log only grows, recovery records no answer and skips parked executions,
-  gates receive their own entries, a recorded step replays)."""
+"""The crash-faults corpus: the kernel's process killed with SIGKILL at chosen points
+(between operations, or at the n-th append inside one), started again on the same
+store and recovered; then what the store holds is judged. The cases and what each
+judges: docs/corpora.md#crash-faults."""
 
 from __future__ import annotations
 
@@ -24,7 +11,7 @@ from typing import Any, Iterator
 from loomcheck.contract.needs import operations_need
 from loomcheck.contract.script import Define, Kill, Operation, Recover, RecoverAbandoned, Resume, Start
 from loomcheck.contract.boundary import ImplementationFailed
-from loomcheck.contract.session import Session, Step, Trace
+from loomcheck.contract.session import Session, Step
 from loomcheck.corpora.result import CorpusResult
 from loomcheck.properties.crashes import SURVIVE
 from loomcheck.properties.registry import Violation

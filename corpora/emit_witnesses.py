@@ -1,19 +1,7 @@
 """The emit-witnesses corpus (ADR 0104 D1, the emit guard's validated types): the
-boundary witnesses z3 derives from the spec (symbolic/guards.py) sent through the
-driver, so a kernel's own meter and quota checks are judged at every edge of the
-spec's accepted set, each with the verdict of the spec encoding.
-
-Every witness is emitted two ways, as flow code (`{"op": "emit"}`) and from
-inside an effect (a step's "emits", EffectContext.emit: where first-party
-middleware meters). Accepted: the fact is appended and the run completes.
-Refused: nothing is appended and the run fails (EXECUTION_FAILED) with the
-refusal reason spec/refusals.toml names (invalid-meter, invalid-quota).
-
-What cannot be sent: NaN, the infinities and integers beyond +-(2**53 - 1). A
-flow program is JSON and its code version hashes its canonical JSON
-(spec/versions.py), which refuses them, so no kernel can be handed them through
-the driver; symbolic/guards.py replays them on the reference's validators
-in-process only, and the z3 proofs cover them for any kernel's encoding."""
+boundary witnesses z3 derives from the spec (symbolic/guards.py) emitted through the
+driver, from flow code and from inside an effect, each judged against the spec
+encoding's verdict. What can and cannot be sent: docs/corpora.md#emit-witnesses."""
 
 from __future__ import annotations
 

@@ -5,17 +5,15 @@ answers the gate that bears that name; nothing crashes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 from loomcheck.fuzz.hostile import ALL, CATEGORIES
 from loomcheck.contract.needs import Undeclared
-from loomcheck.contract.script import Define, Operation, Resume, Start
+from loomcheck.contract.script import Define, Resume, Start
 from loomcheck.contract.boundary import ImplementationFailed
-from loomcheck.contract.session import Session, Step, Trace
+from loomcheck.contract.session import Session
 from loomcheck.properties.folding import differences, observable
-from loomcheck.contract.logview import answers_gate, final_moment
-from loomcheck.corpora.result import CorpusResult, gated
+from loomcheck.corpora.result import CorpusResult
 from loomcheck.properties.key_safety import ID
 from loomcheck.properties.registry import Violation
 from loomcheck.properties.checks import check_step
@@ -23,7 +21,6 @@ from loomcheck.spec.vocabulary import kernel_event_types, refusals
 
 T = TypeVar("T")
 HOSTILE = frozenset(ALL)
-ID = "fold.key-safety"
 
 
 def run_hostile_names(session: Session) -> CorpusResult:

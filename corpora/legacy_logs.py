@@ -23,7 +23,7 @@ from loomcheck.contract.needs import Undeclared, operations_need
 from loomcheck.contract.boundary import ImplementationFailed
 from loomcheck.contract.session import Session, Step
 from loomcheck.corpora.result import CorpusResult
-from loomcheck.corpora.legacy_scenarios import HUMAN, NEW_PARK, OLD_PARK, PAIR, START, REPARKED, _warned, events
+from loomcheck.corpora.legacy_scenarios import HUMAN, NEW_PARK, OLD_PARK, PAIR, START, REPARKED, events, warned
 from loomcheck.properties.registry import Violation
 from loomcheck.properties.stray_oracle import kinds_of, scan_log
 from loomcheck.spec.names import IN_DOUBT_GATE
@@ -259,10 +259,10 @@ def _judge(session: Session, case: LegacyCase) -> Iterator[Violation]:
                         "accepted: with each park attributed as ADR 0104 D2 says, nothing here is ambiguous")
     if refused and step.log_after != step.log_before:
         yield Violation("legacy.ambiguous-refused", f"{label}: refused, but the log changed.")
-    warned = set(_warned(session, "x"))
-    if warned != set(expected.warned):
+    said = set(warned(session, "x"))
+    if said != set(expected.warned):
         yield Violation(case.judged if case.judged != "legacy.ambiguous-refused" else "legacy.classified",
-                        f"{WARNING_MARK}{label}: warned {sorted(warned)}, but the entries that answered no suspend point are "
+                        f"{WARNING_MARK}{label}: warned {sorted(said)}, but the entries that answered no suspend point are "
                         f"{[(c.index, c.why, c.verdict) for c in expected.classified]}: warn {sorted(expected.warned)}.")
     if step.outcome.ok:
         yield from _as_written(step, label)

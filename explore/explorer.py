@@ -1,23 +1,7 @@
-"""The bounded exhaustive explorer: every history of a scenario's letters up to a
-depth, against any implementation, through the driver interface.
-
-Breadth first, level by level, so "complete to depth d" means every sequence of
-at most d letters was applied and every selected invariant judged on every step.
-States are deduplicated by a hash of what the implementation shows: each
-execution's log (types and payloads, canonical JSON) and folded state, and the
-driver's clock. A history that reaches a state already seen is not extended: the
-kernel is assumed to behave the same from the same logs and state (a kernel
-with hidden state, a cache say, is explored less than fully; the stateful
-machine's random histories are the check for that).
-
-A driver offers no fork or snapshot, so a state is restored by re-execution:
-reset, the scenario's setup, then the history's letters. That costs about one
-history's length of operations per transition (reported as `replayed`). A letter
-the kernel refused leaves its state as it was, so the next sibling follows it
-without a restore; the refused operation stays in the history it belongs to.
-
-A search that runs out of time reports the depth it completed and "unknown" for
-the rest, never a pass beyond it."""
+"""The bounded exhaustive explorer: every history of a scenario's letters up to a depth,
+breadth first, against any implementation through the driver interface; states
+deduplicated by what the implementation shows and restored by re-execution. How the
+search works and what it assumes: docs/model-checking.md#the-explorer."""
 
 from __future__ import annotations
 

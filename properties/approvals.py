@@ -1,6 +1,6 @@
 """ADR 0117: approvals bound to what the approver saw (the view digest), to one
-park of one execution and to who approved (the signed authenticator); timer
-wakes that carry only their wakeAt; strict mode that needs an authenticator.
+park of one execution and to who approved (the signed authenticator); strict mode
+that needs an authenticator. Timers (D5): properties/timers.py.
 
 The oracle for signatures is contract/signing.py, written from spec/signing.md;
 the oracle for digests is spec/canonical.py, with its published vectors."""
@@ -12,26 +12,23 @@ import re
 from typing import Any, Iterator
 
 from loomcheck.contract.proofs import binding_of
-from loomcheck.contract.script import AdvanceClock, Configure, Load, Resume, ResumeAs
+from loomcheck.contract.script import Configure, Resume, ResumeAs
 from loomcheck.contract.session import Step, Trace
 from loomcheck.properties.steps import fresh, logs_touched
-from loomcheck.contract.jsonvalues import json_equal, show
+from loomcheck.contract.jsonvalues import show
 from loomcheck.contract.logview import (
     Moment,
     answers_gate,
-    code_changed,
     condition_of,
     final_moment,
     park_seq,
     timer_wake,
-    without_grant,
 )
 from loomcheck.properties.explain import refusal_argument
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.contract.signing import covers, rejection, weak
 from loomcheck.spec.canonical import view_digest
 from loomcheck.spec.names import APPROVAL_GRANTED, TIMER_FIRED
-from loomcheck.spec.observables import observed
 from loomcheck.spec.profiles import admissible_reasons
 from loomcheck.spec.programs import FlowProgram, SleepOp, SuspendOp
 from loomcheck.spec.vocabulary import kernel_event_types
@@ -40,11 +37,12 @@ SUSPENDED = "EXECUTION_SUSPENDED"
 
 
 # -- helpers -----------------------------------------------------------------------
-def _before(step: Step, trace: Trace) -> Moment:
+def moment_before(step: Step, trace: Trace) -> Moment:
+    """Where the step's execution stood before it: its log (or retained snapshot) folded."""
     return final_moment(step.log_before, trace.snapshots.get(step.execution or ""))
 
 
-def _answer(step: Step, trace: Trace) -> Moment | None:
+def approval_moment(step: Step, trace: Trace) -> Moment | None:
     """The moment before a resume (or resumeAs) that names the parked gate, not as the
     timer's wake: the resumes an approver sends. None for anything else."""
     op = step.op
@@ -52,7 +50,7 @@ def _answer(step: Step, trace: Trace) -> Moment | None:
         return None
     if not (step.log_before or (step.execution or "") in trace.snapshots):
         return None
-    before = _before(step, trace)
+    before = moment_before(step, trace)
     if not answers_gate(before, op.type) or timer_wake(before, op.type):
         return None
     return before
@@ -69,12 +67,12 @@ def _echoes(before: Moment, payload: Any) -> bool:
     return digest is None or (type(echoed) is str and echoed == digest)
 
 
-def _authenticated(step: Step, trace: Trace, before: Moment) -> bool:
+def authenticated(step: Step, trace: Trace, before: Moment) -> bool:
     """The resume reaches the authenticator: its gate is covered and its digest echoes."""
     return covers(trace.security, step.op.type) and _echoes(before, step.op.payload)
 
 
-def _verdicts(step: Step, trace: Trace, parked_at: int) -> tuple[str | None, str | None]:
+def verdicts(step: Step, trace: Trace, parked_at: int) -> tuple[str | None, str | None]:
     """Why a conforming authenticator must reject the resume (None: it must grant it): verified
     for the operation the step performs at the execution the kernel holds now (spec/signing.md
     section 10), and with ADR 0117 D2's fields alone. They differ only for a proof signed for a
@@ -92,16 +90,16 @@ def _judged(step: Step, trace: Trace) -> tuple[int, str | None, str | None] | No
     """For an authenticated answer to a park still in the log: the park's sequence and both
     verdicts (_verdicts); None when there is no proof to judge (retention removed the park:
     approvals.park-located judges that)."""
-    before = _answer(step, trace)
-    if before is None or not _authenticated(step, trace, before):
+    before = approval_moment(step, trace)
+    if before is None or not authenticated(step, trace, before):
         return None
     parked_at = park_seq(step.log_before)
     if parked_at is None:
         return None
-    return (parked_at, *_verdicts(step, trace, parked_at))
+    return (parked_at, *verdicts(step, trace, parked_at))
 
 
-def _reused(strict: str | None, plain: str | None) -> bool:
+def reused(strict: str | None, plain: str | None) -> bool:
     """A plain resume's proof presented for another operation or incarnation: the extension's question."""
     return strict is not None and plain is None
 
@@ -176,7 +174,7 @@ def digests_hash_loomcheck_canonical_json(step: Step, trace: Trace) -> Iterator[
 
 @predicate("approvals.digest-echoed")
 def resumes_echo_the_digest(step: Step, trace: Trace) -> Iterator[Violation]:
-    before = _answer(step, trace)
+    before = approval_moment(step, trace)
     if before is None:
         return
     digest = (before.condition or {}).get("viewDigest")
@@ -207,7 +205,7 @@ def approvals_hold_for_one_park(step: Step, trace: Trace) -> Iterator[Violation]
         return
     parked_at, why, plain = judged
     op = step.op
-    if _reused(why, plain):
+    if reused(why, plain):
         return  # ADR 0117 D2 grants it, loomcheck's extension refuses it: approvals.operation-bound judges that
     if why is not None and step.outcome.reason != "unauthenticated":
         yield Violation("approvals.signature-bound",
@@ -232,7 +230,7 @@ def approvals_answer_one_operation(step: Step, trace: Trace) -> Iterator[Violati
         return
     parked_at, strict, plain = judged
     allowed = ("unauthenticated", "unknown-flow") if isinstance(step.op, ResumeAs) else ("unauthenticated",)
-    if not _reused(strict, plain) or step.outcome.reason in allowed:
+    if not reused(strict, plain) or step.outcome.reason in allowed:
         return
     op = step.op
     erased = trace.erasures.get(op.execution, 0)
@@ -253,7 +251,7 @@ def approvals_answer_one_operation(step: Step, trace: Trace) -> Iterator[Violati
 
 @predicate("approvals.granted-evidence")
 def grants_record_who_approved(step: Step, trace: Trace) -> Iterator[Violation]:
-    before = _answer(step, trace) if step.outcome.ok else None
+    before = approval_moment(step, trace) if step.outcome.ok else None
     expected_actor = None
     if before is not None and covers(trace.security, step.op.type):
         proof = (step.op.options or {}).get("proof")
@@ -327,8 +325,8 @@ def the_park_is_located(step: Step, trace: Trace) -> Iterator[Violation]:
                             f"reports parkedAtSequence {step.parked_at}" + (" — the tip, not the park" if step.parked_at == tip
                                                                             else "") + ".", (expected,) if expected else ())
             return
-    before = _answer(step, trace)
-    if before is None or not _authenticated(step, trace, before) or park_seq(step.log_before) is not None:
+    before = approval_moment(step, trace)
+    if before is None or not authenticated(step, trace, before) or park_seq(step.log_before) is not None:
         return
     # Round 2 decides the refusal; its reason may be park-not-located or, as an authenticator
     # handed no park gives it, unauthenticated (spec/profiles.toml, park-gone-reason).
@@ -337,121 +335,3 @@ def the_park_is_located(step: Step, trace: Trace) -> Iterator[Violation]:
                         f"{step.execution}'s EXECUTION_SUSPENDED is no longer in its log, so the approval of "
                         f"{step.op.type!r} cannot be bound to its park; it got {step.outcome.short()}, not refused "
                         f"park-not-located or unauthenticated (the tip is never bound).")
-
-
-# -- D5: timers ------------------------------------------------------------------------
-def _timer_records(execution: str, before_log: list[dict], after_log: list[dict], wake_at: Any,
-                   skip_migration: bool) -> Iterator[Violation]:
-    added = without_grant(after_log[len(before_log):])
-    if skip_migration and added and added[0].get("type") == "EXECUTION_MIGRATED":
-        added = added[1:]
-    expected = {"wakeAt": wake_at}
-    kinds = [e.get("type") for e in added[:2]]
-    if kinds != [TIMER_FIRED, "EXECUTION_RESUMED"] or not all(json_equal(e.get("payload"), expected) for e in added[:2]):
-        shown = ", ".join(f"#{e.get('seq')} {e.get('type')} {show(e.get('payload'), 40)}" for e in added[:2])
-        yield Violation("approvals.timer-normalised",
-                        f"the timer's wake of {execution} must be recorded as TIMER_FIRED then EXECUTION_RESUMED, both "
-                        f"exactly {show(expected)} from the parked condition; the log recorded {shown or 'nothing'}.",
-                        tuple(e.get("seq") for e in added[:2]))
-
-
-@predicate("approvals.timer-normalised")
-def timer_wakes_carry_only_wake_at(step: Step, trace: Trace) -> Iterator[Violation]:
-    op = step.op
-    if isinstance(op, AdvanceClock):
-        for execution, before_log, after_log in logs_touched(step):
-            if len(after_log) > len(before_log):
-                moment = final_moment(before_log, trace.snapshots.get(execution))
-                if moment.status == "suspended" and "wakeAt" in (moment.condition or {}):
-                    yield from _timer_records(execution, before_log, after_log, moment.condition["wakeAt"], False)
-        return
-    if not isinstance(op, (Resume, ResumeAs)) or not step.outcome.ok or not step.log_before:
-        return
-    before = _before(step, trace)
-    if timer_wake(before, op.type):
-        yield from _timer_records(op.execution, step.log_before, step.log_after, before.condition["wakeAt"],
-                                  isinstance(op, ResumeAs))
-
-
-@predicate("approvals.timer-system-only")
-def callers_do_not_wake_timers_under_strict(step: Step, trace: Trace) -> Iterator[Violation]:
-    op = step.op
-    if not isinstance(op, (Resume, ResumeAs)) or trace.security.get("strict") is not True or not step.log_before:
-        return
-    if timer_wake(_before(step, trace), op.type) and step.outcome.reason != "timer-wake-not-system":
-        yield Violation("approvals.timer-system-only",
-                        f"on a strict runtime a caller's TIMER_FIRED {show(op.payload, 40)} got {step.outcome.short()}, "
-                        f"not refused timer-wake-not-system (ADR 0117 D5).", tuple(e.get("seq") for e in fresh(step)[:3]))
-
-
-@predicate("approvals.timer-fires")
-def due_timers_wake(step: Step, trace: Trace) -> Iterator[Violation]:
-    if not isinstance(step.op, AdvanceClock):
-        return
-    for execution, before_log, after_log in logs_touched(step):
-        moment = final_moment(before_log, trace.snapshots.get(execution))
-        wake_at = (moment.condition or {}).get("wakeAt") if moment.status == "suspended" else None
-        due = type(wake_at) is int and wake_at <= trace.now and trace.flow_of(before_log, execution) is not None
-        added = after_log[len(before_log):]
-        if due and code_changed(trace.registered, before_log, trace.snapshots.get(execution)):
-            if added:  # K11: the timer service may not run it on code it is not pinned to
-                yield Violation("approvals.timer-fires",
-                                f"{execution} is pinned to code its flow no longer has (redeployed), yet its timer woke "
-                                f"it: #{added[0].get('seq')} {added[0].get('type')}.", (added[0].get("seq"),))
-            continue
-        if due and (not added or added[0].get("type") != TIMER_FIRED):
-            parked = park_seq(before_log)
-            yield Violation("approvals.timer-fires",
-                            f"{execution} was parked on {moment.parked_on!r} until {wake_at}; the clock reads {trace.now}, "
-                            f"and its timer did not wake it (its log " +
-                            (f"gained #{added[0].get('seq')} {added[0].get('type')}" if added else "is unchanged") + ").",
-                            (parked,) if parked else (), (f"the park whose wakeAt {wake_at} the clock ({trace.now}) has "
-                                                          "passed: its timer is due",),
-                            f"TIMER_FIRED {{wakeAt: {wake_at}}} appended when the clock passes wakeAt (ADR 0117 D5)",
-                            execution)
-            return
-        if not due and added:
-            yield Violation("approvals.timer-fires",
-                            f"{execution} was not due (parked on {moment.parked_on!r}, wakeAt {wake_at}, clock "
-                            f"{trace.now}), yet advancing the clock appended #{added[0].get('seq')} {added[0].get('type')}.",
-                            (added[0].get("seq"),))
-            return
-
-
-# -- ADR 0077 D3 and D5 ----------------------------------------------------------------
-@predicate("typed.identity-before-shape")
-def identity_before_shape(step: Step, trace: Trace) -> Iterator[Violation]:
-    before = _answer(step, trace)
-    if before is None or not _authenticated(step, trace, before) or step.outcome.reason != "invalid-payload":
-        return
-    parked_at = park_seq(step.log_before)
-    op = step.op
-    why, plain = _verdicts(step, trace, parked_at) if parked_at is not None else ("park-not-located",) * 2
-    if why is not None and not _reused(why, plain):
-        yield Violation("typed.identity-before-shape",
-                        f"the approval of {op.type!r} is not authenticated ({why}), yet it was refused invalid-payload "
-                        f"({step.outcome.message[:60]}): the error told an unauthenticated caller the gate's contract.",
-                        (parked_at,) if parked_at is not None else (),
-                        (f"the park on {op.type!r} the approval was addressed to; the approval failed its identity "
-                         f"check ({why}) before its shape was looked at",),
-                        "refused for its identity (unauthenticated) before its payload is parsed (ADR 0077 D3)")
-
-
-@predicate("typed.rehydration-not-validated", on_load=True)
-def imported_logs_are_kept_as_written(step: Step, trace: Trace) -> Iterator[Violation]:
-    if not isinstance(step.op, Load) or not step.outcome.ok:
-        return
-    for given, stored in zip(step.op.events, step.log_after):
-        # As observables (spec/observables.toml): an answer exactly as given, a kernel event by the
-        # fields a decision defines; a field the kernel adds to its own events is not a re-parse.
-        kind = given.get("type")
-        if kind != stored.get("type") or not json_equal(observed(kind, given.get("payload")),
-                                                        observed(kind, stored.get("payload"))):
-            yield Violation("typed.rehydration-not-validated",
-                            f"the imported #{stored.get('seq')} {given.get('type')} {show(given.get('payload'), 40)} was "
-                            f"stored as {stored.get('type')} {show(stored.get('payload'), 40)}: rehydration must not "
-                            f"re-parse what resume() already parsed (ADR 0077 D5).", (stored.get("seq"),))
-            return
-    if len(step.log_after) != len(step.op.events):
-        yield Violation("typed.rehydration-not-validated",
-                        f"{len(step.op.events)} events were imported and the log holds {len(step.log_after)}.")

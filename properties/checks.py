@@ -9,7 +9,7 @@ from typing import Iterable
 from loomcheck.contract.script import Load
 from loomcheck.contract.session import Step, Trace
 from loomcheck.properties import (answers, approvals, crashes, emits, folding, gates, human, indoubt, inputs,  # noqa: F401
-                                  key_safety, logs, migration, refinement, refusals, typed)
+                                  key_safety, logs, migration, refinement, refusals, timers, typed)
 from loomcheck.properties.registry import ON_LOAD, PREDICATES, Predicate, Violation
 
 

@@ -1,18 +1,7 @@
-"""Explanations (issue 11): why a counterexample violates its invariant, in a few
-plain sentences built from the counterexample itself, the way Jepsen's Elle argues
-an anomaly ("T1 < T2 because ...").
-
-A checker owns its argument. Its Violation's `message` says what happened, citing
-events by sequence number; `events` and `roles` say what each cited event is to
-the argument; `expected` says what the decision requires instead. This module
-adds what every explanation shares, rendered the same way in the terminal,
-report.json, summary.md, report.html and `loomcheck replay`:
-- the invariant, its ADR and decision by id, the decision's own words, and the
-  catalogue entry (docs/invariants.md#<id>);
-- each cited event as `#seq TYPE payload`, with its role and the state the
-  execution was in just before it, walked from the log (contract/logview.py),
-  not taken from the kernel under test.
-"""
+"""Explanations: why a counterexample violates its invariant, in a few plain sentences
+built from the counterexample itself. A checker's Violation brings its own argument;
+this module adds what every explanation shares (the decision, its words, the catalogue
+entry, each cited event with its role and the state before it): docs/explanations.md."""
 
 from __future__ import annotations
 

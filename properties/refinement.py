@@ -1,25 +1,7 @@
-"""Does an implementation refine the abstract model (properties/abstract.py)?
-
-The abstraction function reads an execution's log, as any kernel writes it
-({seq, type, payload} events), into the model's state: the status, the answer
-entries with the park each was recorded at and the gate its resume named
-(the event just before the EXECUTION_RESUMED), the gate it is parked at, what
-each gate observed (`loomcheck.observed` facts), and each step's attempts.
-
-`refines(step, trace)` checks one harness Step: the model applied to
-abstraction(log_before) with the same action gives the same outcome (accepted,
-or refused with the same reason; crashed or not) and a state equal to
-abstraction(log_after). The model's crash choice is read off the program: the
-worker dies in the first step the drive starts on an attempt its `crash` lists.
-
-Covered (`covered`): start, resume and recover of an execution whose flow
-program is a plain gate sequence (suspend with only `on`, distinct names;
-idempotent steps with no emits, crashing or not; observe; complete), on the
-flow it started on and the code it is pinned to, with no snapshot, no security
-configured, no resume options and a resume type outside the kernel namespace.
-Everything else (human, in-doubt, timers, parallel, typed answers, approvals,
-migrations, legacy logs) returns no violation and is counted as not covered.
-"""
+"""Does an implementation refine the abstract model (properties/abstract.py)? The
+abstraction function reads an execution's log into the model's state; `refines`
+checks one step against the model's transition, for the shapes `covered` accepts.
+How and for which flows: docs/model-checking.md#the-abstract-model-and-its-refinement."""
 
 from __future__ import annotations
 

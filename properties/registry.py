@@ -5,7 +5,7 @@ here; properties/checks.py imports them all and checks a step."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from loomcheck.contract.session import Step, Trace

@@ -1,21 +1,7 @@
-"""The stray oracle: spec/legacy-logs.md sections 2 and 3, read over a whole log.
-
-ADR 0104 D2 keeps pre-0104 entries that answered no suspend point (a recovery's
-`{}`, an in-doubt verdict, a resumeAs onto an unparked execution, a re-answer of
-a pre-0104 human step) in the answer list, and has the kernel classify them on
-every resume, resumeAs and recovery. The reference kernel does that in one
-incremental pass (`reference/scanner.py`, amendment R1a). This module is the
-independent second reading the scanner is compared with, so it is written the
-other way round, for clarity rather than speed:
-
-1. `_label` walks the log once and says what each event IS (a gate park, a human
-   park of step S, an answer, a stray and why, a first start, an override),
-   which needs the walk's state (status, park, entries so far);
-2. `_judge` then answers the spec's questions with whole-log queries ("does a
-   gate park follow this stray?"), never with running counters.
-
-It imports nothing from the reference kernel and no pydantic: plain Python only.
-"""
+"""The stray oracle: spec/legacy-logs.md sections 2 and 3 read over a whole log, the
+independent second reading the reference's incremental scanner is compared with.
+Labels every event in one walk, then judges with whole-log queries; plain Python,
+nothing from the reference. Why it is written so: docs/stray-oracle.md."""
 
 from __future__ import annotations
 

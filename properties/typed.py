@@ -1,19 +1,21 @@
 """ADR 0077: a declared resume shape is parsed after identity and before the
 append; the parsed value is recorded; undeclared gates are unchanged; resumeAs
-parses against the target flow."""
+parses against the target flow; an imported log is not parsed again."""
 
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from loomcheck.contract.script import Resume, ResumeAs
+from loomcheck.contract.script import Load, Resume, ResumeAs
 from loomcheck.contract.session import Step, Trace
 from loomcheck.properties.steps import fresh
 from loomcheck.contract.jsonvalues import json_equal, show
 from loomcheck.contract.logview import (BINDING_REFUSALS, IN_DOUBT, answers_gate, code_changed, final_moment, flow_id_of,
-                                          timer_wake, without_grant)
+                                          park_seq, timer_wake, without_grant)
+from loomcheck.properties.approvals import approval_moment, authenticated, reused, verdicts
 from loomcheck.properties.registry import Violation, predicate
 from loomcheck.spec.names import STATE_MIGRATION_ERROR
+from loomcheck.spec.observables import observed
 from loomcheck.spec.parsing import Invalid, parse
 from loomcheck.spec.vocabulary import kernel_event_types
 
@@ -145,3 +147,43 @@ def undeclared_answers_are_recorded_as_sent(step: Step, trace: Trace) -> Iterato
 @predicate("typed.sharp-edge")
 def closed_schemas_drop_undeclared_keys(step: Step, trace: Trace) -> Iterator[Violation]:
     yield from parse_violations(step, trace, "typed.sharp-edge")
+
+
+# -- D3: identity before shape, judged with the authenticator's verdicts (ADR 0117) ---------
+@predicate("typed.identity-before-shape")
+def identity_before_shape(step: Step, trace: Trace) -> Iterator[Violation]:
+    before = approval_moment(step, trace)
+    if before is None or not authenticated(step, trace, before) or step.outcome.reason != "invalid-payload":
+        return
+    parked_at = park_seq(step.log_before)
+    op = step.op
+    why, plain = verdicts(step, trace, parked_at) if parked_at is not None else ("park-not-located",) * 2
+    if why is not None and not reused(why, plain):
+        yield Violation("typed.identity-before-shape",
+                        f"the approval of {op.type!r} is not authenticated ({why}), yet it was refused invalid-payload "
+                        f"({step.outcome.message[:60]}): the error told an unauthenticated caller the gate's contract.",
+                        (parked_at,) if parked_at is not None else (),
+                        (f"the park on {op.type!r} the approval was addressed to; the approval failed its identity "
+                         f"check ({why}) before its shape was looked at",),
+                        "refused for its identity (unauthenticated) before its payload is parsed (ADR 0077 D3)")
+
+
+# -- D5: rehydration re-parses nothing ---------------------------------------------------
+@predicate("typed.rehydration-not-validated", on_load=True)
+def imported_logs_are_kept_as_written(step: Step, trace: Trace) -> Iterator[Violation]:
+    if not isinstance(step.op, Load) or not step.outcome.ok:
+        return
+    for given, stored in zip(step.op.events, step.log_after):
+        # As observables (spec/observables.toml): an answer exactly as given, a kernel event by the
+        # fields a decision defines; a field the kernel adds to its own events is not a re-parse.
+        kind = given.get("type")
+        if kind != stored.get("type") or not json_equal(observed(kind, given.get("payload")),
+                                                        observed(kind, stored.get("payload"))):
+            yield Violation("typed.rehydration-not-validated",
+                            f"the imported #{stored.get('seq')} {given.get('type')} {show(given.get('payload'), 40)} was "
+                            f"stored as {stored.get('type')} {show(stored.get('payload'), 40)}: rehydration must not "
+                            f"re-parse what resume() already parsed (ADR 0077 D5).", (stored.get("seq"),))
+            return
+    if len(step.log_after) != len(step.op.events):
+        yield Violation("typed.rehydration-not-validated",
+                        f"{len(step.op.events)} events were imported and the log holds {len(step.log_after)}.")

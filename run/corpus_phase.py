@@ -14,7 +14,9 @@ from loomcheck.corpora.emit_witnesses import run_emit_witnesses
 from loomcheck.corpora.hostile_names import run_hostile_names
 from loomcheck.corpora.hostile_payloads import run_hostile_payloads
 from loomcheck.corpora.legacy_logs import run_legacy_logs
-from loomcheck.corpora.legacy_scenarios import run_legacy_override, run_legacy_warnings, run_warm_scan
+from loomcheck.corpora.legacy_override import run_legacy_override
+from loomcheck.corpora.legacy_warnings import run_legacy_warnings
+from loomcheck.corpora.warm_scan import run_warm_scan
 from loomcheck.corpora.result import CorpusResult
 from loomcheck.corpora.tampered_approvals import run_tampering
 from loomcheck.corpora.view_digests import run_bound_answers

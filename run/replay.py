@@ -9,12 +9,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loomcheck.contract.script import Operation, Resume, ResumeAs, from_model, to_json
-<<<<<<< HEAD
 from loomcheck.contract.boundary import ImplementationFailed
-from loomcheck.contract.session import Session, hello_of
-=======
-from loomcheck.contract.session import ImplementationFailed, Session, Step, hello_of
->>>>>>> timeline
+from loomcheck.contract.session import Session, Step, hello_of
 from loomcheck.properties.explain import Explanation, explain
 from loomcheck.contract.jsonvalues import json_equal, show
 from loomcheck.contract.logview import TERMINAL, final_moment, park_seq

@@ -12,7 +12,8 @@ from loomcheck.contract.session import Session, hello_of
 from loomcheck.explore.alphabet import scenarios
 from loomcheck.explore.explorer import Exploration, explore
 from loomcheck.fuzz.campaign import scoped
-from loomcheck.machine.state_machine import InvariantViolated, run_stateful
+from loomcheck.machine.findings import InvariantViolated
+from loomcheck.machine.state_machine import run_stateful
 from loomcheck.properties.checks import all_predicates
 from loomcheck.properties.registry import Violation
 from loomcheck.reference.driver import ReferenceDriver

@@ -1,5 +1,5 @@
 """The abstract model of the gate-answer discipline (properties/abstract.py): its
-exhaustive exploration, seeded broken models it must catch, and the reference's
+exhaustive exploration (explore/abstract_search.py), seeded broken models it must catch, and the reference's
 refinement of it (properties/refinement.py), with seeded mutant kernels it must catch."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from loomcheck.properties.abstract import (
     Recover,
     Resume,
     State,
-    explore_abstract,
 )
+from loomcheck.explore.abstract_search import explore_abstract
 from loomcheck.properties.refinement import REFINES, covered, refines
 from loomcheck.contract.driver import Driver
 from loomcheck.contract.script import Define, Operation, Recover as RecoverOp, Resume as ResumeOp, Start as StartOp

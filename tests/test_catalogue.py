@@ -1,6 +1,6 @@
 """The spec as data: the invariant catalogue, its exports, the committed
-regression corpus, the refusal reasons and the EVENT_SCHEMA history, and the
-error messages a broken spec file produces."""
+regression corpus, the refusal reasons and the EVENT_SCHEMA history. The error
+messages a broken spec file produces: test_spec_errors.py."""
 
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ from jsonschema import Draft202012Validator
 
 from loomcheck.properties.checks import all_predicates
 from loomcheck.reference import errors as reference_errors
-from loomcheck.spec.catalogue import ADRS, Catalogue, load_catalogue, load_catalogue_from
-from loomcheck.spec.errors import SpecError
+from loomcheck.spec.catalogue import ADRS, Catalogue, load_catalogue
 from loomcheck.spec.files import SPEC_ROOT
-from loomcheck.spec.regressions import committed_regressions, load_regression
+from loomcheck.spec.regressions import committed_regressions
 from loomcheck.reports.schemas import generated
 from loomcheck.spec.vocabulary import refusals, version_key, vocabulary
 
@@ -148,133 +147,6 @@ def test_catalogue_export_validates_against_its_schema(catalogue: Catalogue) -> 
     assert [inv["id"] for inv in exported["invariants"]] == catalogue.ids
 
 
-# --------------------------------------------------------------------------- broken catalogue files
-
-VALID: dict[str, Any] = {
-    "id": "gate.example",
-    "adr": "0057",
-    "decision": "Decision",
-    "since": "1.16.0",
-    "kind": "invariant",
-    "title": "An example",
-    "statement": "An example invariant always holds.",
-    "checks": ["stateful"],
-}
-
-
-def entry(**changes: Any) -> str:
-    """One [[invariant]] table in TOML; a change to None drops the field."""
-    fields = {**VALID, **changes}
-    lines = ["[[invariant]]"] + [f"{key} = {json.dumps(value)}" for key, value in fields.items() if value is not None]
-    return "\n".join(lines) + "\n\n"
-
-
-def broken(tmp_path: Path, *entries: str, name: str = "broken.toml") -> str:
-    """Write a catalogue file and return the SpecError message it produces."""
-    (tmp_path / name).write_text("".join(entries), encoding="utf-8")
-    with pytest.raises(SpecError) as caught:
-        load_catalogue_from(tmp_path)
-    return str(caught.value)
-
-
-def test_helper_writes_a_valid_file(tmp_path: Path) -> None:
-    (tmp_path / "ok.toml").write_text(entry() + entry(id="gate.second"), encoding="utf-8")
-    assert load_catalogue_from(tmp_path).ids == ["gate.example", "gate.second"]
-
-
-def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
-    message = broken(tmp_path, "[[invariant]\nid = ")
-    assert "broken.toml" in message
-    assert "not valid TOML" in message
-
-
-def test_missing_statement_names_entry_and_field(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(statement=None))
-    assert "broken.toml" in message
-    assert 'invariant #1 ("gate.example")' in message
-    assert "field 'statement'" in message
-    assert "Field required" in message
-
-
-def test_unknown_adr_names_the_field(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(id="gate.first"), entry(adr="0999"))
-    assert "broken.toml" in message
-    assert 'invariant #2 ("gate.example")' in message
-    assert "field 'adr'" in message
-    assert "0057" in message  # the allowed values are listed
-
-
-@pytest.mark.parametrize("bad_id", ["Gate.Bad", "gate", "gate.", "gate..x", "gate x.y", ""])
-def test_bad_id_pattern_names_the_field(tmp_path: Path, bad_id: str) -> None:
-    message = broken(tmp_path, entry(id=bad_id))
-    assert "broken.toml" in message
-    assert "invariant #1" in message
-    assert "field 'id'" in message
-    assert "pattern" in message
-
-
-def test_statement_without_full_stop(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(statement="An example invariant always holds"))
-    assert "broken.toml" in message
-    assert 'invariant #1 ("gate.example")' in message
-    assert "statement" in message
-    assert "full stop" in message
-
-
-def test_unknown_check_kind_names_the_field(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(checks=["stateful", "fuzz"]))
-    assert "broken.toml" in message
-    assert "field 'checks.1'" in message
-
-
-def test_empty_checks_are_refused(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(checks=[]))
-    assert "field 'checks'" in message
-
-
-def test_unknown_feature_in_requires_names_the_field(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(requires=["fold", "time-travel"]))
-    assert "broken.toml" in message
-    assert "field 'requires.1'" in message
-
-
-def test_extra_field_names_the_field(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(colour="blue"))
-    assert "broken.toml" in message
-    assert "field 'colour'" in message
-    assert "Extra inputs are not permitted" in message
-
-
-def test_misspelt_table_name(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry().replace("[[invariant]]", "[[invariants]]"))
-    assert "field 'invariant'" in message
-    assert "field 'invariants'" in message
-
-
-def test_same_id_in_two_files_names_both_files(tmp_path: Path) -> None:
-    (tmp_path / "a-first.toml").write_text(entry(), encoding="utf-8")
-    message = broken(tmp_path, entry(), name="b-second.toml")
-    assert "a-first.toml" in message
-    assert "b-second.toml" in message
-    assert "gate.example" in message
-
-
-def test_same_id_twice_in_one_file(tmp_path: Path) -> None:
-    message = broken(tmp_path, entry(), entry())
-    assert message.count("broken.toml") == 2
-    assert "gate.example" in message
-
-
-def test_empty_directory(tmp_path: Path) -> None:
-    with pytest.raises(SpecError) as caught:
-        load_catalogue_from(tmp_path)
-    assert str(tmp_path) in str(caught.value)
-    assert "no invariant files" in str(caught.value)
-    (tmp_path / "notes.md").write_text("not toml", encoding="utf-8")
-    with pytest.raises(SpecError, match="no invariant files"):
-        load_catalogue_from(tmp_path)
-
-
 # --------------------------------------------------------------------------- refusals and the event vocabulary
 
 
@@ -322,57 +194,6 @@ def test_event_types_date_from_known_versions() -> None:
     versions = {entry.version for entry in vocabulary().history}
     for event in vocabulary().event:
         assert event.since in versions, event.type
-
-
-# --------------------------------------------------------------------------- broken regression logs
-
-
-def regression(**changes: Any) -> dict[str, Any]:
-    log: dict[str, Any] = {
-        "format": "loomcheck-regression/1", "name": "example", "description": "d", "adr": "0057",
-        "invariants": ["gate.i-receives-entry-i"], "origin": "adr",
-        "operations": [{"op": "define", "flow": "f", "program": {"body": []}},
-                       {"op": "start", "execution": "x", "flow": "f"}],
-    }
-    log.update(changes)
-    return log
-
-
-def broken_regression(tmp_path: Path, text: str) -> str:
-    path = tmp_path / "broken-log.json"
-    path.write_text(text, encoding="utf-8")
-    with pytest.raises(SpecError) as caught:
-        load_regression(path)
-    return str(caught.value)
-
-
-def test_regression_helper_is_valid(tmp_path: Path) -> None:
-    path = tmp_path / "ok.json"
-    path.write_text(json.dumps(regression()), encoding="utf-8")
-    assert load_regression(path).name == "example"
-
-
-def test_regression_with_bad_json(tmp_path: Path) -> None:
-    message = broken_regression(tmp_path, '{"format": "loomcheck-regression/1",')
-    assert "broken-log.json" in message
-    assert "not valid JSON" in message
-
-
-def test_regression_with_unknown_op(tmp_path: Path) -> None:
-    ops = regression()["operations"] + [{"op": "teleport", "execution": "x"}]
-    message = broken_regression(tmp_path, json.dumps(regression(operations=ops)))
-    assert "broken-log.json" in message
-    assert "operations #3" in message
-    assert "teleport" in message
-
-
-def test_regression_missing_execution(tmp_path: Path) -> None:
-    ops = [{"op": "define", "flow": "f", "program": {}}, {"op": "resume", "type": "go1", "payload": 1}]
-    message = broken_regression(tmp_path, json.dumps(regression(operations=ops)))
-    assert "broken-log.json" in message
-    assert "operations #2" in message
-    assert "execution" in message
-    assert "Field required" in message
 
 
 ADR_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "adr"

@@ -91,21 +91,23 @@ def test_every_failing_invariant_is_found_however_many_fail(monkeypatch: pytest.
     so the rounds go on until a round finds none: an invariant left over is never reported as a
     pass after a truncated exploration (the loop once stopped after four rounds)."""
     from loomcheck.machine import state_machine as machine
+    from loomcheck.machine.findings import InvariantViolated
+    from loomcheck.machine.kernel_rules import Counters
     from loomcheck.properties.registry import Violation
     from loomcheck.reference.driver import ReferenceDriver
 
     ids = [f"inv.{n}" for n in range(7)]
     rounds: list[list[str]] = []
 
-    def fake_build(session: object, invariant_ids: list[str], counters: machine.Counters) -> list[str]:
+    def fake_build(session: object, invariant_ids: list[str], counters: Counters) -> list[str]:
         rounds.append(list(invariant_ids))
         return list(invariant_ids)
 
     def fake_run(remaining: list[str], budget: object, derandomize: bool, database: object = None) -> list[BaseException]:
         failing = [i for i in remaining if i != "inv.6"]  # every invariant but one fails, one per round
-        return [machine.InvariantViolated([Violation(failing[0], "broken")], [])] if failing else []
+        return [InvariantViolated([Violation(failing[0], "broken")], [])] if failing else []
 
-    monkeypatch.setattr(machine, "build_machine", fake_build)
+    monkeypatch.setattr(machine, "machine_for", fake_build)
     monkeypatch.setattr(machine.hypothesis, "seed", lambda seed: (lambda m: m))
     monkeypatch.setattr(machine, "_run_once", fake_run)
     driver = ReferenceDriver(store="memory")
