@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from loomcheck.reports.model import InvariantRecord
 from loomcheck.run.printed_commands import replay_command
 
+DEMONSTRATED = ("hazard", "residual", "not-reproduced")  # a documented hazard's or residual's outcomes
 STYLE = {"pass": "green", "fail": "bold red", "not-applicable": "dim", "error": "yellow", "hazard": "magenta",
          "residual": "magenta", "not-reproduced": "magenta"}
 LOG_WIDTH = 100  # columns when stdout is a file or a pipe (a CI log) and COLUMNS does not say

@@ -12,12 +12,10 @@ from typing import Sequence
 from rich.console import Console
 from rich.markup import escape
 
-from loomcheck.cli.console import NORMAL, QUIET, STYLE, VERBOSE, print_failure
+from loomcheck.cli.console import DEMONSTRATED, NORMAL, QUIET, STYLE, VERBOSE, print_failure
 from loomcheck.cli.tables import adr_table, exploration_table, invariant_table
 from loomcheck.reports.model import Report
 from loomcheck.run.printed_commands import repro_command
-
-DEMONSTRATED = ("hazard", "residual", "not-reproduced")
 
 
 def print_report(report: Report, console: Console, report_dir: Path, verbosity: int = NORMAL, strict: bool = False,
@@ -29,7 +27,6 @@ def print_report(report: Report, console: Console, report_dir: Path, verbosity: 
         impl = report.implementation
         console.print(f"loomcheck {report.suiteVersion} · EVENT_SCHEMA {impl.eventSchema} · {impl.transport} · "
                       f"{report.stateMachineSteps} state-machine steps")
-    if verbosity >= VERBOSE:
         console.print(invariant_table(report))
     if verbosity > QUIET:
         console.print(adr_table(report))

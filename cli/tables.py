@@ -7,10 +7,9 @@ from __future__ import annotations
 from rich import box
 from rich.table import Table
 
-from loomcheck.cli.console import status_cell
+from loomcheck.cli.console import DEMONSTRATED, status_cell
 from loomcheck.reports.model import InvariantRecord, Report
 
-DEMONSTRATED = ("hazard", "residual", "not-reproduced")
 ADR_COLUMNS = ("passed", "failed", "errors", "not applicable", "demonstrated")
 
 
