@@ -64,12 +64,14 @@ def verdict(report: Report, strict: bool = False, short: bool = False) -> str:
         code, "[bold yellow]INCOMPLETE[/]" if not report.complete else "[bold yellow]ERRORS[/]")
     s = report.summary
     causes = f"{_causes(s.rootCauses)}: " if s.rootCauses else ""
-    shown = f", {s.hazards} demonstrated" if s.hazards else ""
+    errors = f", {s.errors} errors" if s.errors else ""
     if short:
-        return f"{word}: {causes}{s.passed} passed, {s.failed} failed, {s.errors} errors{shown}"
+        return f"{word}: {causes}{s.passed} passed, {s.failed} failed{errors}"
+    # As pytest's last line: the counts that are not zero (passed and failed always).
+    others = "".join(f", {count} {what}" for count, what in ((s.notApplicable, "not applicable"),
+                                                              (s.hazards, "demonstrated")) if count)
     stopped = "" if report.complete else f" · stopped: {escape(report.stopped or 'before its end')}"
-    return (f"{word}: {causes}{s.passed} passed, {s.failed} failed, {s.notApplicable} not applicable, "
-            f"{s.errors} errors{shown} in {report.wallSeconds:.1f}s{stopped}")
+    return f"{word}: {causes}{s.passed} passed, {s.failed} failed{errors}{others} in {report.wallSeconds:.1f}s{stopped}"
 
 
 def _causes(count: int) -> str:
