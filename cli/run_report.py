@@ -25,8 +25,8 @@ def print_report(report: Report, console: Console, report_dir: Path, verbosity: 
         console.print(f"{verdict(report, strict, short=True)} · {_who(report)}", soft_wrap=True)
     if verbosity >= VERBOSE:
         impl = report.implementation
-        console.print(f"loomcheck {report.suiteVersion} · EVENT_SCHEMA {impl.eventSchema} · {impl.transport} · "
-                      f"{report.stateMachineSteps} state-machine steps")
+        console.print(f"{escape(impl.name)} {escape(impl.version)} · EVENT_SCHEMA {impl.eventSchema} · {impl.transport} · "
+                      f"loomcheck {report.suiteVersion} · {report.stateMachineSteps} state-machine steps")
         console.print(invariant_table(report))
     if verbosity > QUIET:
         console.print(adr_table(report))
@@ -52,7 +52,7 @@ def print_report(report: Report, console: Console, report_dir: Path, verbosity: 
 
 def _who(report: Report) -> str:
     impl = report.implementation
-    return (f"{escape(impl.name)} {escape(impl.version)} · profile {report.profile}"
+    return (f"{escape(impl.name)} · profile {report.profile}"  # its version: -v
             + (f" · seed {report.seed}" if report.seed is not None else ""))
 
 
