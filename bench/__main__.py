@@ -20,12 +20,15 @@ import time
 from dataclasses import asdict
 from datetime import date
 
+from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from loomcheck.bench.common import Figure, guarded
 
 SECTIONS = ("fold", "scanner", "stores", "suite", "memory")  # module names; suite also reports the explorer
+LOG_WIDTH = 100  # columns when stdout is not a terminal and COLUMNS does not say
 
 
 def run_section(name: str, quick: bool, console: Console) -> list[Figure]:
@@ -43,15 +46,28 @@ def machine() -> str:
 
 
 def table(figures: list[Figure]) -> Table:
-    grid = Table(title=f"loomcheck benchmarks, {date.today().isoformat()} ({machine()})", title_justify="left")
-    for column in ("section", "figure", "measured", "target", "", "behind it"):
-        grid.add_column(column, overflow="fold")
+    """One row per figure, and what is behind it on a dim row of its own under the figure's name:
+    the numbers never wrap, so the table reads the same on a terminal and in a log."""
+    grid = Table(title=f"loomcheck benchmarks, {date.today().isoformat()} ({machine()})", title_justify="left",
+                 box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    grid.add_column("section", no_wrap=True)
+    grid.add_column("figure (and what is behind it)")
+    for column in ("measured", "target", ""):
+        grid.add_column(column, no_wrap=True)
     for f in figures:
         verdict = "" if f.met is None else "[green]met[/green]" if f.met else "[red]not met[/red]"
         if f.value == "failed":
             verdict = "[red]failed[/red]"
-        grid.add_row(f.section, f.name, f.value, f.target, verdict, f.detail)
+        grid.add_row(f.section, f.name, f.value, f.target, verdict)
+        if f.detail:
+            grid.add_row("", f"[dim]{escape(f.detail)}[/dim]", "", "", "")
     return grid
+
+
+def console() -> Console:
+    """A terminal's width; in a log (stdout a file or a pipe), COLUMNS or LOG_WIDTH."""
+    made = Console()
+    return made if made.is_terminal or "COLUMNS" in os.environ else Console(width=LOG_WIDTH)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,11 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes and no whole-suite runs")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     args = parser.parse_args(argv)
-    console = Console()
+    out = console()
     figures: list[Figure] = []
     for name in args.sections or SECTIONS:
-        figures += run_section(name, args.quick, console)
-    console.print(table(figures))
+        figures += run_section(name, args.quick, out)
+    out.print(table(figures))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump({"date": date.today().isoformat(), "machine": machine(), "quick": args.quick,

@@ -7,10 +7,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from rich.console import Console
 from rich.markup import escape
 
 from loomcheck.cli.arguments import parser
+from loomcheck.cli.console import make_console
 from loomcheck.cli.run_command import SUITE_FAILED, run_command
 from loomcheck.contract import interrupts
 from loomcheck.run.loading import ImplementationSpecError
@@ -52,9 +52,7 @@ def _main(args: argparse.Namespace) -> int:
     for stream in (sys.stdout, sys.stderr):  # a hostile name (a lone surrogate) is printed escaped, never a traceback
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=max(console.width, 120))
+    console = make_console()
     try:
         if args.command is not run_command:
             _ordinary_signals()

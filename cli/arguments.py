@@ -43,6 +43,11 @@ def _run_arguments(commands: argparse._SubParsersAction[argparse.ArgumentParser]
                      "per scenario (default: the profile's, 8 for ci, 14 for campaign; 0 skips it)")
     run.add_argument("--explore-budget", type=float, metavar="S", help="seconds the explorer may take in all (default: "
                      "the profile's); what it does not finish is reported unknown")
+    run.add_argument("-v", "--verbose", action="count", default=0,
+                     help="also every invariant's row (not-applicable ones included), what each documented hazard "
+                          "showed, the explorer's table and each corpus")
+    run.add_argument("-q", "--quiet", action="count", default=0,
+                     help="only the failures' explanations and the verdict line (no progress in a log)")
     _transport_arguments(run)
     _manifest_arguments(run)
     run.set_defaults(command=run_command)
@@ -58,7 +63,8 @@ def _serve_arguments(commands: argparse._SubParsersAction[argparse.ArgumentParse
 def _log_arguments(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`loomcheck replay`, `repro` and `promote`: the commands on one counterexample or log."""
     rep = commands.add_parser("replay", help="re-run one regression log and show what differs")
-    rep.add_argument("file", type=Path)
+    rep.add_argument("file", metavar="FILE|NAME", help="a regression log's path, or a committed one's name "
+                                                        "(0057-three-gate-completion), found from any directory")
     rep.add_argument("--impl", default="reference")
     rep.add_argument("--record-expected", action="store_true",
                      help="maintainers: write this implementation's outcomes and logs into the file as its 'expect'")
@@ -68,9 +74,10 @@ def _log_arguments(commands: argparse._SubParsersAction[argparse.ArgumentParser]
 
     repro = commands.add_parser("repro", help="write a standalone reproducer of a counterexample for the implementation's "
                                               "maintainers: repro.py in process, or the exact stdio exchange and repro.sh")
-    repro.add_argument("file", type=Path)
+    repro.add_argument("file", metavar="FILE|NAME", help="a counterexample's path, or a committed regression log's name")
     repro.add_argument("--impl", default="reference")
-    repro.add_argument("--out", type=Path, metavar="DIR", help="where to write it (default: FILE's name + '.repro/')")
+    repro.add_argument("--out", type=Path, metavar="DIR", help="where to write it (default: FILE's name + '.repro/' "
+                                                                 "beside it; for a NAME, NAME.repro/ here)")
     repro.set_defaults(command=repro_command)
 
     promote = commands.add_parser("promote", help="copy a run's counterexamples into the committed regression logs")

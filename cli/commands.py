@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,6 +15,9 @@ from loomcheck.cli.console import progress_bar
 from loomcheck.reports.model import Report
 from loomcheck.run.loading import resolve_factory
 from loomcheck.spec.catalogue import export_json, load_catalogue
+
+if TYPE_CHECKING:
+    from loomcheck.reports.diff import Change
 
 
 def serve_command(args: argparse.Namespace, console: Console) -> int:
@@ -135,7 +139,21 @@ def diff_command(args: argparse.Namespace, console: Console) -> int:
     diff = diff_reports(base, candidate)
     for line in describe(diff, base, candidate):
         console.print(escape(line))
+    _replay_newly_failing(console, diff.newly_failing, candidate, args.candidate)
     return diff.exit_code()
+
+
+def _replay_newly_failing(console: Console, changes: list[Change], candidate: Report, path: Path) -> None:
+    """The command that replays each newly failing invariant's counterexample, found beside the
+    candidate report wherever it is now (run/printed_commands.py)."""
+    from loomcheck.run.printed_commands import from_report, replay_command
+
+    records = {record.id: record for record in candidate.results}
+    for change in changes:
+        counterexample = records[change.id].counterexample if change.id in records else None
+        if counterexample:
+            command = replay_command(from_report(counterexample, path), candidate.implementation.spec)
+            console.print(f"replay {change.id}: {escape(command)}", soft_wrap=True)
 
 
 def matrix_command(args: argparse.Namespace, console: Console) -> int:

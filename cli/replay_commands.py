@@ -21,14 +21,16 @@ from loomcheck.contract.shown import shown_exception
 from loomcheck.run.applicability import declared_features, not_applicable_because, undeclared_needs
 from loomcheck.run.loading import ImplementationSpecError, killable, needs_a_process, resolve_factory
 from loomcheck.run.manifest import Manifest, shipped_manifest
+from loomcheck.run.printed_commands import run_reproducer
 from loomcheck.run.replay import ReplayResult, expectation_of, replay
 from loomcheck.spec.catalogue import Catalogue, load_catalogue
 from loomcheck.properties.registry import Violation
-from loomcheck.spec.regressions import Found, RegressionLog, dump_regression, load_regression
+from loomcheck.spec.regressions import Found, RegressionLog, dump_regression, find_regression, load_regression
 
 
 def replay_command(args: argparse.Namespace, console: Console) -> int:
-    log = load_regression(args.file)
+    found = find_regression(args.file)  # a path, or a committed log's name (spec/regressions.py)
+    log = load_regression(found)
     catalogue = load_catalogue()
     manifest = shipped_manifest(args.impl, catalogue)  # a peer adapter's own, as its runs use it
     operations = [from_model(m) for m in log.operations]
@@ -59,8 +61,8 @@ def replay_command(args: argparse.Namespace, console: Console) -> int:
             console.print(f"    #{event['seq']} {escape(str(event['type']))} {escape(show(event['payload'], 100))}")
     if args.record_expected:
         log = log.model_copy(update={"expect": expectation_of(result)})
-        args.file.write_text(dump_regression(log), encoding="utf-8")
-        console.print(f"recorded the expected outcome into {escape(str(args.file))}")
+        Path(str(found)).write_text(dump_regression(log), encoding="utf-8")
+        console.print(f"recorded the expected outcome into {escape(str(found))}")
         result.differences = []
     if log.found is not None:
         console.print(f"  originally found against {escape(log.found.implementation)}: {escape(log.found.message)}")
@@ -151,17 +153,18 @@ def _close(driver: Any, console: Console) -> None:
 def repro_command(args: argparse.Namespace, console: Console) -> int:
     from loomcheck.run.repro import ReproError, write_repro
 
-    log = load_regression(args.file)
-    out = args.out or args.file.with_name(args.file.stem + ".repro")
+    found = find_regression(args.file)
+    log = load_regression(found)
+    given = Path(args.file)  # beside the file given; a committed log named (it lives in the package): here
+    out = args.out or (given.with_name(given.stem + ".repro") if given.exists() else Path(f"{log.name}.repro"))
     try:
         written = write_repro(log, args.impl, out)
     except ReproError as exc:
         console.print(f"[yellow]cannot write a reproducer[/]: {escape(str(exc))}")
         return 2
     for path in written:
-        console.print(f"wrote {escape(str(path))}")
-    run = f"sh {written[0]}" if written[0].suffix == ".sh" else f"python {written[0]}"
-    console.print(f"run it: {escape(run)}  (exit 1 while it reproduces)")
+        console.print(f"wrote {escape(str(path))}", soft_wrap=True)
+    console.print(f"run it from here: {escape(run_reproducer(written[0]))}  (exit 1 while it reproduces)", soft_wrap=True)
     return 0
 
 

@@ -1,5 +1,6 @@
 """`loomcheck run`: every input checked before the run starts (a bad one exits 3 and leaves no
-report behind), the run, its table, and the manifest's notes (docs/cli.md)."""
+report behind), the run with its progress, what it prints at the verbosity asked (cli/run_report.py),
+and the manifest's notes (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress
 
-from loomcheck.cli.console import print_report, progress_bar
+from loomcheck.cli.console import NORMAL, QUIET, VERBOSE, RunProgress
+from loomcheck.cli.run_report import print_report
 from loomcheck.contract import interrupts
 from loomcheck.peers import peer_manifest
 from loomcheck.reports.model import Report
@@ -43,14 +44,20 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
     if interrupts.requested() is not None:  # after the run's last check: its report stands, the caller is told
         raise KeyboardInterrupt
     if run.load_failure is not None:  # the factory raised: a tool error, not 80 invariants in error
-        console.print(f"[bold red]error[/]: {escape(run.load_failure)}")
+        console.print(f"[bold red]error[/]: {escape(run.load_failure)}", soft_wrap=True)
         return SUITE_FAILED
-    print_report(report, console, args.report)  # the manifest's expectations are in it: the runner applied it
-    _manifest_notes(report, console, args, manifest)
+    notes = _manifest_notes(report, args, manifest, verbosity(args))
+    # The manifest's expectations are in the report: the runner applied it.
+    print_report(report, console, args.report, verbosity(args), strict=args.strict_manifest, notes=notes)
     return report.exit_code(strict=args.strict_manifest)
 
 
-def _prepare(args: argparse.Namespace, console: Console) -> tuple[Run, Manifest | None, Progress]:
+def verbosity(args: argparse.Namespace) -> int:
+    """-q: the failures and the verdict; -v: every table too; the default in between."""
+    return max(QUIET, min(VERBOSE, NORMAL + args.verbose - args.quiet))
+
+
+def _prepare(args: argparse.Namespace, console: Console) -> tuple[Run, Manifest | None, RunProgress]:
     """Every input checked (a bad one: exit 3, the run never starts) and the run made; the
     user's signal, held by flag, is looked at after each slow step."""
     from loomcheck.fuzz.campaign import open_database, parse_database
@@ -64,26 +71,21 @@ def _prepare(args: argparse.Namespace, console: Console) -> tuple[Run, Manifest 
     _checkpoint()
     choice = parse_database(args.database, args.profile)
     database = open_database(choice)  # a bad URL or an unreachable server stops here, exit 3
-    if database is not None:
+    quiet = verbosity(args) == QUIET
+    if database is not None and not quiet:
         console.print(f"example database: {escape(choice.describe())}")
     manifest = _load_manifest(args)
     _check_writable(args.report)  # after every input is known good: a refused run leaves no directory behind
     shipped = peer_manifest(args.impl) if args.manifest is None else None
-    if shipped is not None:
-        console.print(f"manifest: the {args.impl} adapter's own ({escape(str(shipped))}); --manifest FILE uses another")
-    progress = progress_bar(console)
-    tasks: dict[str, int] = {}
-
-    def report_progress(phase: str, done: int, total: int) -> None:
-        if phase not in tasks:
-            tasks[phase] = progress.add_task(phase, total=total)
-        progress.update(tasks[phase], completed=done, total=total)
-
+    if shipped is not None and not quiet:
+        console.print(f"manifest: the {args.impl} adapter's own ({escape(str(shipped))}); --manifest FILE uses another",
+                      soft_wrap=True)
+    progress = RunProgress(console, silent=quiet)
     run = Run(args.impl, catalogue, profile=args.profile, only=args.only, report_dir=args.report,
-              seed=args.seed, progress=report_progress, transport=_transport_options(args), manifest=manifest,
+              seed=args.seed, progress=progress, transport=_transport_options(args), manifest=manifest,
               explore_depth=args.explore_depth, explore_seconds=args.explore_budget, database=database,
               profile_checks=args.profile_checks)
-    if args.seed is None and run.seed is not None:  # drawn for this run: shown now, in case it never ends
+    if args.seed is None and run.seed is not None and not quiet:  # drawn for this run: shown now, in case it never ends
         console.print(f"seed {run.seed} (drawn; --seed {run.seed} draws the same examples)")
     _checkpoint()
     return run, manifest, progress
@@ -125,20 +127,21 @@ def _load_manifest(args: argparse.Namespace) -> Manifest | None:
     return None
 
 
-def _manifest_notes(report: Report, console: Console, args: argparse.Namespace, manifest: Manifest | None) -> None:
-    """The expected failures and unexpected passes said, and with --write-manifest the manifest
-    this run calls for written (the old reasons kept)."""
+def _manifest_notes(report: Report, args: argparse.Namespace, manifest: Manifest | None, verbosity: int) -> list[str]:
+    """What the manifest says of the run: its expected failures (not with -q), its unexpected passes;
+    and with --write-manifest the manifest this run calls for written (the old reasons kept)."""
     from loomcheck.reports.writers import write_atomically
     from loomcheck.run.manifest import TODO, dump_manifest, updated_manifest
 
-    if report.summary.expectedFailures:
-        console.print(f"manifest: {report.summary.expectedFailures} expected failures, not counted against the exit code")
+    notes = []
+    if report.summary.expectedFailures and verbosity > QUIET:
+        notes.append(f"manifest: {report.summary.expectedFailures} expected failures, not counted against the exit code")
     for record in report.results:
         if record.manifest == "unexpected-pass" and record.expected is not None:
-            console.print(f"[bold yellow]unexpected pass[/] {record.id}: the manifest expects {record.expected.status} "
-                          f"({escape(record.expected.reason)}); remove the entry or rewrite it with --write-manifest")
+            notes.append(f"[bold yellow]unexpected pass[/] {record.id}: the manifest expects {record.expected.status} "
+                         f"({escape(record.expected.reason)}); remove the entry or rewrite it with --write-manifest")
     if args.write_manifest is None:
-        return
+        return notes
     old = manifest if manifest is not None else (load_manifest(args.write_manifest) if args.write_manifest.is_file() else None)
     updated = updated_manifest(report, old)
     try:
@@ -146,7 +149,8 @@ def _manifest_notes(report: Report, console: Console, args: argparse.Namespace, 
     except OSError as exc:
         raise ValueError(f"cannot write {args.write_manifest}: {exc.strerror or exc}") from None
     todo = sum(entry.reason == TODO for entry in updated.expected)
-    console.print(f"wrote manifest {escape(str(args.write_manifest))}: {len(updated.expected)} expected failures"
-                  + (f", {todo} with reason '{TODO}' to fill in" if todo else ""))
+    notes.append(f"wrote manifest {escape(str(args.write_manifest))}: {len(updated.expected)} expected failures"
+                 + (f", {todo} with reason '{TODO}' to fill in" if todo else ""))
     if not report.complete:
-        console.print("[yellow]the run was partial[/]: review the manifest before committing it")
+        notes.append("[yellow]the run was partial[/]: review the manifest before committing it")
+    return notes

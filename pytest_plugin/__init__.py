@@ -91,6 +91,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             f"put a {ENTRY_FILE} (it may be empty) among the tests pytest collects"), stacklevel=1)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if isinstance(item, InvariantItem):
+        item.own_duration(report)
+    return report
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     runs = config.stash.get(RUNS, {})
     if not runs:
@@ -104,10 +112,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         impl = report.implementation
         named = impl.spec if impl.name == "unknown" else f"{impl.name} {impl.version} ({impl.spec})"  # no hello
         demonstrations = f", {s.hazards} demonstrations" if s.hazards else ""
+        not_run = f", {len(outcome.unjudged)} not run" if outcome.unjudged else ""  # counted as errors in report.json
         terminalreporter.write_line(
             f"{named}, profile {report.profile}: {s.passed} passed, {s.failed} failed, "
-            f"{s.notApplicable} not applicable, {s.errors} errors{demonstrations}"
-            + ("" if report.complete else " (incomplete)"))
+            f"{s.notApplicable} not applicable, {s.errors - len(outcome.unjudged)} errors{demonstrations}{not_run}"
+            + ("" if report.complete else f" (incomplete{': ' + report.stopped if report.stopped else ''})"))
         for finding in report.findings:
             terminalreporter.write_line(f"  {finding.kind}: {finding.message}", yellow=True)
         if outcome.report_dir is not None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shlex
 import shutil
 import tempfile
 from dataclasses import replace
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import pytest
 
 from loomcheck.pytest_plugin.session import RUNS, RunOutcome, run_once
+from loomcheck.run.printed_commands import replay_command
 from loomcheck.pytest_plugin.settings import RunSettings, SettingsError, expected_failures, read_settings
 
 if TYPE_CHECKING:
@@ -62,10 +62,17 @@ class ConformanceFailure(Exception):
         self.report = report
 
     def describe(self) -> str:
+        """The failure as `loomcheck run` explains it: the cited events with their roles, what the
+        decision requires and its words; the root cause it belongs to; the counterexample and the
+        command that replays it."""
         record, impl = self.record, self.report.implementation
         lines = [f"{record.id} (ADR {record.adr} {record.decision}): {record.title}",
                  f"{'violated' if record.status == 'fail' else record.status} by {impl.name} {impl.version}: "
                  f"{record.message or ''}"]
+        if record.explanation is not None:
+            lines += record.explanation.text.splitlines()[1:]  # its first line is the two above
+        if record.rootCause is not None and record.rootCause != record.id:
+            lines.append(f"the same root cause as {record.rootCause}: one counterexample violates both")
         if record.examplesToFailure:
             lines.append(f"first seen in example {record.examplesToFailure}, then shrunk")
         if record.counterexample:
@@ -73,7 +80,7 @@ class ConformanceFailure(Exception):
             if record.counterexampleOperations is not None:
                 size = f" ({record.counterexampleOperations} operations, {record.counterexampleEvents} events)"
             lines.append(f"counterexample{size}: {record.counterexample}")
-            lines.append(f"replay: loomcheck replay {shlex.quote(record.counterexample)} --impl {shlex.quote(impl.spec)}")
+            lines.append(f"replay: {replay_command(record.counterexample, impl.spec)}")
         return "\n".join(lines)
 
 
@@ -97,6 +104,8 @@ class InvariantItem(pytest.Item):
         if outcome.report is None:
             pytest.fail(f"loomcheck could not run: {outcome.problem}", pytrace=False)
         report = outcome.report
+        if self.name in outcome.unjudged:  # the run stopped at -x or --maxfail before judging it
+            _skip(f"not run: loomcheck {report.stopped}")
         self.record = next((r for r in report.results if r.id == self.name), None)
         if self.record is None:
             pytest.fail(f"the run has no record of {self.name}{_findings(report)}", pytrace=False)
@@ -123,6 +132,16 @@ class InvariantItem(pytest.Item):
             return excinfo.value.describe()
         return super().repr_failure(excinfo, style)
 
+    def own_duration(self, report: pytest.TestReport) -> None:
+        """The item's share of the run's time (run/state.py: `charged`), not the whole run's on the
+        first item, whose setup ran it: junit.xml and --durations show each invariant's own."""
+        runs = self.config.stash[RUNS]
+        seconds = runs[self.settings].seconds.get(self.name, 0.0) if self.settings in runs else 0.0
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            report.duration = seconds
+        elif report.when == "setup":
+            report.duration = 0.0
+
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"loomcheck {self.name}"
 
@@ -133,7 +152,10 @@ class InvariantItem(pytest.Item):
             wanted = [item.name for item in self.session.items
                       if isinstance(item, InvariantItem) and item.settings == self.settings]
             report_dir = self.settings.report_dir or self._default_dir()
-            runs[self.settings] = run_once(replace(self.settings, only=tuple(wanted), report_dir=report_dir))
+            maxfail = self.config.getoption("maxfail")  # -x is 1: the run stops when that many fail
+            stop_after = max(1, maxfail - self.session.testsfailed) if maxfail else None
+            runs[self.settings] = run_once(replace(self.settings, only=tuple(wanted), report_dir=report_dir),
+                                           stop_after=stop_after)
         return runs[self.settings]
 
     def _default_dir(self) -> Path:

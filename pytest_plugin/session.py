@@ -5,7 +5,7 @@ same report for a plain test (docs/pytest.md)."""
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -22,14 +22,17 @@ class RunOutcome:
     report: Report | None = None
     problem: str | None = None  # the run could not be made at all
     report_dir: Path | None = None
+    seconds: dict[str, float] = field(default_factory=dict)  # each invariant's share of the run's time
+    unjudged: frozenset[str] = frozenset()  # left with checks not run: the run stopped at enough failures
 
 
 RUNS = pytest.StashKey[dict[RunSettings, RunOutcome]]()
 
 
-def run_once(settings: RunSettings) -> RunOutcome:
+def run_once(settings: RunSettings, stop_after: int | None = None) -> RunOutcome:
     """One run into `settings.report_dir`; a run that cannot be made is an outcome too, so a
-    session asks once, not once per item."""
+    session asks once, not once per item. `stop_after`: stop the run once that many invariants
+    fail (pytest's -x and --maxfail), leaving the rest unjudged."""
     from loomcheck.run.manifest import load_manifest
     from loomcheck.run.runner import Run
     from loomcheck.spec.catalogue import load_catalogue
@@ -40,13 +43,13 @@ def run_once(settings: RunSettings) -> RunOutcome:
         manifest = load_manifest(settings.manifest) if settings.manifest is not None else None
         run = Run(settings.impl, load_catalogue(), profile=settings.profile,
                   only=list(settings.only) if settings.only else None, report_dir=report_dir, seed=settings.seed,
-                  manifest=manifest)
+                  manifest=manifest, stop_after=stop_after)
         report = run.execute()
     except (ValueError, SpecError) as exc:
         return RunOutcome(problem=str(exc), report_dir=report_dir)
     except Exception as exc:  # noqa: BLE001 - a defect of the suite: reported on every item, not retried
         return RunOutcome(problem=f"{type(exc).__name__}: {exc}", report_dir=report_dir)
-    return RunOutcome(report=report, report_dir=report_dir)
+    return RunOutcome(report=report, report_dir=report_dir, seconds=dict(run.seconds), unjudged=frozenset(run.unjudged))
 
 
 _CONFORMANCE: dict[RunSettings, Report] = {}

@@ -61,7 +61,8 @@ def _each_corpus(run: RunState, check: str, body: Callable[[], None]) -> None:
     """A fault of the implementation's process in one corpus is a finding for that
     corpus's invariants; the next corpus starts from a reset (and a new process)."""
     try:
-        body()
+        with run.charged(inv.id for inv in run.active(check)):
+            body()
         run.finished.add(check)
     except ImplementationFailed as failed:
         run.finding("implementation-error", f"{check}: {failed}", reason=failed.reason)

@@ -29,16 +29,22 @@ def regression_phase(run: RunState, session: Session) -> None:
                 run.skipped.setdefault(invariant_id, f"its regression log {log.name} needs driver feature(s) "
                                                      f"{', '.join(missing)}")
             continue
-        result = replay(session, log, targets)
-        if result.failure is not None:  # a fault of its process, or an exception of its driver: a finding
-            run.finding("implementation-error", f"regression logs: {committed_path(label)}: {result.failure}",
-                        reason=result.failure.reason)
-            for invariant_id in targets:  # their other checks keep their verdicts
-                run.tallies[invariant_id].crashes.append(f"{committed_path(label)}: {result.failure}")
-            continue
-        run.replayed.append((committed_path(label), log, list(result.outcomes)))
-        _judged(run, label, log, targets, result)
+        with run.charged(targets):
+            _replayed(run, session, label, log, targets)
     run.progress("regression logs", len(logs), len(logs))
+
+
+def _replayed(run: RunState, session: Session, label: str, log: RegressionLog, targets: list[str]) -> None:
+    """One log replayed and judged; a failure of the implementation is a finding."""
+    result = replay(session, log, targets)
+    if result.failure is not None:  # a fault of its process, or an exception of its driver: a finding
+        run.finding("implementation-error", f"regression logs: {committed_path(label)}: {result.failure}",
+                    reason=result.failure.reason)
+        for invariant_id in targets:  # their other checks keep their verdicts
+            run.tallies[invariant_id].crashes.append(f"{committed_path(label)}: {result.failure}")
+        return
+    run.replayed.append((committed_path(label), log, list(result.outcomes)))
+    _judged(run, label, log, targets, result)
 
 
 def _judged(run: RunState, label: str, log: RegressionLog, targets: list[str], result: ReplayResult) -> None:

@@ -163,7 +163,9 @@ def python_script(log: RegressionLog, impl: str, operations: list[Operation], fi
         f'"""Reproduces {escaped(found)} on {escaped(impl)}.',
         "",
         "Written by `loomcheck repro`; runs without loomcheck's harness. Exit status 1: it still",
-        "reproduces; 0: it no longer does.",
+        "reproduces; 0: it no longer does. It imports the kernel by the --impl spec given,",
+        f"{escaped(impl)}, resolved as loomcheck resolves it: a file or module relative to the",
+        "current directory, so run it from where `loomcheck repro` ran.",
         "",
         *(escaped(line) for line in (why.text().split("\n") if why else [])),
         '"""',
@@ -231,16 +233,18 @@ def _factory_import(impl: str) -> list[str]:
 
     target = peer_target(impl)
     module, _, factory = target[len("python:"):].rpartition(":")
-    if module.endswith(".py"):
+    if module.endswith(".py"):  # the path as given: relative to the directory the script runs from
         return ["import importlib.util",
-                f"_spec = importlib.util.spec_from_file_location('kernel', {str(Path(module).resolve())!r})",
+                f"_spec = importlib.util.spec_from_file_location('kernel', {module!r})",
                 "_module = importlib.util.module_from_spec(_spec)",
                 "_spec.loader.exec_module(_module)",
                 f"make = getattr(_module, {factory!r})"]
+    # As `--impl python:MODULE:FACTORY` imports it: the current directory first on the import path.
+    path = ["import os", "sys.path.insert(0, os.getcwd())"]
     if all(_is_name(part) for part in module.split(".")) and _is_name(factory):
-        return [f"from {module} import {factory} as make"]
+        return [*path, f"from {module} import {factory} as make"]
     # Not a name Python's import statement spells (the importer took it): a literal, not source.
-    return ["import importlib", f"make = getattr(importlib.import_module({module!r}), {factory!r})"]
+    return [*path, "import importlib", f"make = getattr(importlib.import_module({module!r}), {factory!r})"]
 
 
 def _is_name(text: str) -> bool:

@@ -28,20 +28,24 @@ def root_cause_phase(run: RunState, session: Session) -> None:
                and run.tallies[inv.id].failure is not None]
     judged = [i for i in failing if i in all_predicates()]
     broken = any(f.reason for f in run.report.findings if f.kind == "implementation-error")
-    for invariant_id in failing:
+    for done, invariant_id in enumerate(failing):
+        run.progress("root causes", done, len(failing))
         tally = run.tallies[invariant_id]
         violates = {invariant_id}
         script = [from_model(m) for m in tally.log.operations] if tally.log is not None else tally.script
         if script and not broken and not needs_a_process(script) and len(failing) > 1:
-            if tally.log is not None:
-                result = replay(session, tally.log, judged)
-                violates |= {i for i in [run.blamed.get(tally.log.name)] if i is not None}
-            else:
-                result = run_operations(session, script, judged)
+            with run.charged([invariant_id]):
+                if tally.log is not None:
+                    result = replay(session, tally.log, judged)
+                    violates |= {i for i in [run.blamed.get(tally.log.name)] if i is not None}
+                else:
+                    result = run_operations(session, script, judged)
             if result.failure is None:
                 violates |= {v.invariant for v in result.violations}
         size = tally.operations if tally.counterexample else None  # a corpus case named, no script: last
         run.evidence[invariant_id] = Evidence(invariant_id, frozenset(violates), size, tally.counterexample)
+    if failing:
+        run.progress("root causes", len(failing), len(failing))
 
 
 def judge_coverage(run: RunState) -> None:

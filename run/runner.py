@@ -22,7 +22,7 @@ from loomcheck.run.loading import ImplementationSpecError, resolve_factory
 from loomcheck.run.regression_phase import regression_phase
 from loomcheck.run.review import judge_coverage, root_cause_phase
 from loomcheck.run.search_phases import explorer_phase, stateful_phase
-from loomcheck.run.state import RunState
+from loomcheck.run.state import ENOUGH_FAILURES, RunState
 
 Phase = Callable[[RunState, Session], None]
 # The phases in the order they run; the checks each runs (a phase a defect of the suite
@@ -77,8 +77,10 @@ class Run(RunState):
         try:
             session = self.connect()
             if session is not None:
-                for name, body in PHASES:
+                for number, (name, body) in enumerate(PHASES):
                     self.phase(name, lambda body=body: body(self, session))
+                    if any(later in PHASE_CHECKS for later, _ in PHASES[number + 1:]):
+                        self.stop_if_enough_failures()  # while checks remain to be run
                 self.report.complete = not self.suite_failed
                 judge_coverage(self)
         except KeyboardInterrupt:  # the user's signal while their module was imported (run/loading.py)
@@ -87,6 +89,10 @@ class Run(RunState):
             self.report.complete = False
             if aborted.reason == "interrupted":  # the user's: no finding about anyone
                 self.report.stopped = "interrupted"
+            elif aborted.reason == ENOUGH_FAILURES:  # the caller's: what was not judged is said, not passed
+                self.report.stopped = aborted.detail
+                for phase in PHASE_CHECKS:
+                    self.unjudged.update(self._unfinished(phase, f"not judged: the run {aborted.detail}"))
             else:
                 self.report.stopped = aborted.detail
                 kind = "suite-error" if aborted.reason == "suite" else "implementation-error"
@@ -141,14 +147,22 @@ class Run(RunState):
         """The invariants a phase the suite's defect stopped did not finish judging: an error, never
         a pass on checks that did not run; and the run is not complete."""
         self.suite_failed = True
+        self._unfinished(phase, why)
+
+    def _unfinished(self, phase: str, why: str) -> list[str]:
+        """Each invariant with a check of `phase` that did not run to its end, and no failure found,
+        becomes an error saying `why`; the ids marked."""
         runs = PHASE_CHECKS.get(phase)
         if runs is None:
-            return  # root causes: every verdict stands, only their grouping is missing
+            return []  # root causes: every verdict stands, only their grouping is missing
+        marked = []
         for inv in self.selected:
             tally = self.tallies[inv.id]
             pending = [c for c in inv.checks if runs(c) and c not in self.finished]
-            if inv.id not in self.na and pending and tally.failure is None:
+            if inv.id not in self.na and pending and tally.failure is None and why not in tally.errors:
                 tally.errors.append(why)
+                marked.append(inv.id)
+        return marked
 
 
 def _reason(reason: str) -> str:

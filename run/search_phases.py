@@ -33,14 +33,16 @@ def stateful_phase(run: RunState, session: Session) -> None:
     run.progress("state machine", 0, total)
     known = all_predicates()
     ids = [inv.id for inv in invariants if inv.id in known]
-    result = run_stateful(session, ids, run.budget, run.seed,
-                          on_example=lambda n: run.progress("state machine", min(n, total), total),
-                          database=scoped(run.database, run.report.implementation.name))
+    with run.charged(ids):  # one machine judges them all: each its share
+        result = run_stateful(session, ids, run.budget, run.seed,
+                              on_example=lambda n: run.progress("state machine", min(n, total), total),
+                              database=scoped(run.database, run.report.implementation.name))
     run.report.stateMachineSteps += result.steps
     for invariant_id, count in result.examples.items():
         run.tallies[invariant_id].examples += count
     for invariant_id, failure in result.failures.items():
-        record_counterexample(run, session, invariant_id, failure)
+        with run.charged([invariant_id]):  # shrinking is the failing invariant's own time
+            record_counterexample(run, session, invariant_id, failure)
         run.tallies[invariant_id].examples_to_failure = result.examples_to_failure.get(invariant_id)
     for error in result.errors:  # a fault of its process, or nondeterminism: the examples' verdicts are unknown
         path = run.write_counterexample("implementation-error", error.operations, None, str(error.failure))
@@ -86,8 +88,9 @@ def explorer_phase(run: RunState, session: Session) -> None:
     for done, scenario in enumerate(found):
         run.progress("explorer", done, len(found))
         share = (stop - time.monotonic()) / (len(found) - done)
-        result = explore(session, scenario, ids, run.explore_depth, time.monotonic() + max(share, 0.0))
-        _explored(run, session, scenario.purpose, ids, result)
+        with run.charged(ids):
+            result = explore(session, scenario, ids, run.explore_depth, time.monotonic() + max(share, 0.0))
+            _explored(run, session, scenario.purpose, ids, result)
         if result.transport_fault is not None:
             break
         ids = [i for i in ids if i not in result.failures]

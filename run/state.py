@@ -5,14 +5,16 @@ so that an interrupted run leaves a valid one (with the manifest's expectations 
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 from loomcheck import __version__
 from loomcheck.contract.driver import Driver, Hello
 from loomcheck.contract.script import Operation
-from loomcheck.contract.boundary import checkpoint
+from loomcheck.contract.boundary import RunAborted, checkpoint
 from loomcheck.contract.session import Session
 from loomcheck.fuzz.campaign import ExampleDatabase, run_seed
 from loomcheck.machine.state_machine import PROFILES
@@ -31,6 +33,16 @@ from loomcheck.spec.regressions import RegressionLog
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 WRITE_EVERY_SECONDS = 2.0
+ENOUGH_FAILURES = "enough-failures"  # RunAborted's reason when the caller's failure budget is spent
+
+
+class EnoughFailures(RunAborted):
+    """The run stops early, between examples, cases or phases: as many invariants failed as its
+    caller wanted to see (pytest's -x and --maxfail)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(ENOUGH_FAILURES, f"stopped after {count} failing invariant{'s' if count != 1 else ''}, "
+                                          f"as asked (pytest -x or --maxfail)")
 
 
 def select(catalogue: Catalogue, only: list[str] | None) -> list[Invariant]:
@@ -41,9 +53,18 @@ def select(catalogue: Catalogue, only: list[str] | None) -> list[Invariant]:
     for wanted in only:
         matches = [inv for inv in catalogue.invariants if inv.id == wanted or inv.id.startswith(wanted.rstrip("*"))]
         if not matches:
-            raise ValueError(f"--only {wanted!r} matches no invariant; known: {', '.join(catalogue.ids)}")
+            raise ValueError(f"--only {wanted!r} matches no invariant; {_nearest(wanted, catalogue)}")
         chosen.extend(m for m in matches if m not in chosen)
     return chosen
+
+
+def _nearest(wanted: str, catalogue: Catalogue) -> str:
+    """The ids and prefixes nearest to a mistyped one, rather than the whole catalogue."""
+    prefixes = sorted({inv.id.split(".")[0] + "." for inv in catalogue.invariants})
+    nearest = difflib.get_close_matches(wanted, [*catalogue.ids, *prefixes], n=5, cutoff=0.6)
+    if nearest:
+        return f"did you mean {', '.join(nearest)}?"
+    return f"no id is close (prefixes: {' '.join(prefixes)}; `loomcheck catalogue` lists every id)"
 
 
 def committed_path(label: str) -> str:
@@ -61,7 +82,7 @@ class RunState:
                  progress: Progress | None = None, transport: TransportOptions | None = None,
                  manifest: Manifest | None = None, explore_depth: int | None = None,
                  explore_seconds: float | None = None, database: ExampleDatabase | None = None,
-                 profile_checks: str = "advisory") -> None:
+                 profile_checks: str = "advisory", stop_after: int | None = None) -> None:
         if profile not in PROFILES:
             raise ValueError(f"--profile {profile!r}: choose one of {', '.join(PROFILES)}")
         self.impl = impl
@@ -96,6 +117,10 @@ class RunState:
         self.load_failure: str | None = None  # the factory could not make a driver: the caller's tool error
         self.finished: set[str] = set()  # checks that ran to their end (stateful, explorer, corpus:NAME ...)
         self.suite_failed = False  # a phase stopped on a defect of the suite: the run is not complete
+        self.stop_after = stop_after  # stop once this many invariants fail (unexpectedly), None: never
+        self._failures_seen = 0
+        self.unjudged: set[str] = set()  # invariants a stopped run left with checks not run
+        self.seconds: dict[str, float] = {inv.id: 0.0 for inv in self.selected}  # each one's share of the time
 
     @property
     def features(self) -> frozenset[str]:
@@ -124,10 +149,37 @@ class RunState:
         interrupted in the middle of a phase leaves a valid, partial one."""
         self._on_progress(phase, done, total)
         checkpoint()  # between examples and cases: the user's signal stops the run here
+        self.stop_if_enough_failures()
         if time.monotonic() - self._last_write > WRITE_EVERY_SECONDS:
             self.records()
             self.write(final=False)
             self._last_write = time.monotonic()
+
+    def stop_if_enough_failures(self) -> None:
+        """Raise EnoughFailures once `stop_after` invariants fail as the pytest items will show them:
+        not a failure the manifest expects, nor an advisory profile disagreement."""
+        failing = sum(tally.failure is not None for tally in self.tallies.values())
+        if self.stop_after is None or failing == self._failures_seen:
+            return
+        self._failures_seen = failing
+        self.records()
+        strict = self.report.profileChecks == "strict"
+        counted = [r for r in self.report.results
+                   if r.status == "fail" and not r.excused and (strict or not r.disagrees)]
+        if len(counted) >= self.stop_after:
+            raise EnoughFailures(len(counted))
+
+    @contextmanager
+    def charged(self, ids: Iterable[str]) -> Iterator[None]:
+        """The time spent inside, shared equally by the invariants `ids` judges: each invariant's
+        own duration (a pytest item's), never the whole run's."""
+        ids = list(ids)
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            for invariant_id in ids:
+                self.seconds[invariant_id] += (time.monotonic() - began) / len(ids)
 
     def observed(self, session: Session) -> Session:
         """Every step the session records is credited to the layer of the phase applying it."""

@@ -4,9 +4,10 @@ traces in spec/regressions/ and the loader. The format: docs/spec-data.md, "Regr
 
 from __future__ import annotations
 
+import difflib
 import json
 from importlib.resources.abc import Traversable
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, ValidationError
@@ -223,6 +224,43 @@ def load_regression(path: Traversable | Path) -> RegressionLog:
         raise describe_validation_error(label, exc, "operations", raw) from None
 
 
+class UnknownRegression(ValueError):
+    """Neither a file nor the name of a committed regression log; the message names the nearest logs."""
+
+
+def committed_names() -> list[str]:
+    """The names of the committed regression logs (spec/regressions/NAME.json)."""
+    return sorted(p.name[:-len(".json")] for p in (SPEC_ROOT / "regressions").iterdir() if p.name.endswith(".json"))
+
+
+def committed_name(label: str) -> str | None:
+    """The name of the committed log `label` is (`spec/regressions/NAME.json`, as a report records
+    it, or that file's path anywhere), or None for any other file."""
+    path = PurePath(label)
+    if path.suffix != ".json" or path.parts[-3:-1] != ("spec", "regressions"):
+        return None
+    return path.stem if (SPEC_ROOT / "regressions" / path.name).is_file() else None
+
+
+def find_regression(given: str) -> Traversable | Path:
+    """A regression log as a user names it: a file's path, or a committed log by its name
+    (`0057-three-gate-completion`, `.json` optional) or by `spec/regressions/NAME.json` as a report
+    records it, found inside the package from any directory. Raises UnknownRegression, naming the
+    nearest committed logs, when it is neither."""
+    path = Path(given)
+    if path.exists():
+        return path  # a directory or an unreadable file: load_regression says why
+    name = committed_name(given) or (given[:-len(".json")] if given.endswith(".json") else given)
+    if PurePath(name).name == name and name:
+        packaged = SPEC_ROOT / "regressions" / f"{name}.json"
+        if packaged.is_file():
+            return packaged
+    nearest = difflib.get_close_matches(PurePath(name).name, committed_names(), n=3, cutoff=0.6)
+    hint = (f"did you mean {' or '.join(nearest)}?" if nearest
+            else "no committed log has a similar name (they are in spec/regressions/)")
+    raise UnknownRegression(f"{given}: no such file, and no committed regression log of that name; {hint}")
+
+
 def committed_regressions() -> list[tuple[str, RegressionLog]]:
     """The conformance corpus: every log in spec/regressions/, with its file's path."""
     folder = SPEC_ROOT / "regressions"
@@ -261,4 +299,4 @@ def dump_regression(log: RegressionLog) -> str:
 
 
 __all__ = ["RegressionLog", "Expectation", "Found", "OperationModel", "load_regression", "committed_regressions",
-           "dump_regression", "SpecError"]
+           "committed_name", "committed_names", "find_regression", "UnknownRegression", "dump_regression", "SpecError"]

@@ -37,3 +37,20 @@ def test_a_section_that_raises_is_a_failed_figure_not_a_traceback(monkeypatch: p
     assert bench.main(["fold", "--quick"]) == 2
     printed = capsys.readouterr().out
     assert "the section broke" in printed and "Traceback" not in printed
+
+
+def test_the_table_reads_whole_in_a_log(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not on a terminal (a CI log), each figure's numbers and verdict stay on its row, unwrapped,
+    at a fixed readable width; what is behind a figure wraps under its name instead."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    figures = [Figure("scanner", "warm scan at 100,000 vs at 1,000 events", "1.29x", "<= 2.00x", True,
+                      "1,000: warm 152 us, cold 4.7 ms (4,681 ns/event); 10,000: warm 195 us, cold 148.7 ms "
+                      "(14,868 ns/event); 100,000: warm 197 us, cold 3,870.1 ms (38,701 ns/event)"),
+               Figure("scanner", "cold scan, 10,000 -> 100,000 events (linear: ~10x)", "26.03x", "5x-20x", False)]
+    bench.console().print(bench.table(figures))
+    lines = capsys.readouterr().out.splitlines()
+    assert all(len(line.rstrip()) <= bench.LOG_WIDTH for line in lines)
+    for figure, verdict in zip(figures, ("met", "not met")):
+        row = next(line for line in lines if line.startswith(figure.section) and figure.name in line)
+        assert figure.value in row and figure.target in row and row.rstrip().endswith(verdict), row
+    assert "(38,701 ns/event)" in "\n".join(lines)

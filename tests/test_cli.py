@@ -185,6 +185,12 @@ def test_implementations_that_fail_mid_run_are_findings_with_a_script(impl: str,
 def test_unknown_invariant_and_unknown_impl_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--only", "no.such-thing"]) == 3
     assert "matches no invariant" in capsys.readouterr().out
+    # A typo is answered with the nearest ids, not the whole catalogue.
+    assert main(["run", "--only", "gate.i-recieves-entry-i"]) == 3
+    out = capsys.readouterr().out
+    assert "did you mean gate.i-receives-entry-i" in out and "version.recorded" not in out, out
+    assert main(["run", "--only", "nosuch.invariant"]) == 3
+    assert len(capsys.readouterr().out.split(", ")) < 10  # a few suggestions at most
     assert main(["run", "--impl", "kernel-of-my-dreams"]) == 3
     assert "expected 'reference'" in capsys.readouterr().out
 

@@ -21,7 +21,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from loomcheck.cli import main
-from loomcheck.run import runner
+from loomcheck.run import runner, search_phases
 from loomcheck.contract.needs import operations_need
 from loomcheck.contract.script import from_model
 from loomcheck.contract.jsondata import BOUNDS, ENVELOPE, MAX_DEPTH, Bounds, NotJsonData, handed, plain
@@ -109,7 +109,7 @@ def test_a_phase_a_defect_of_the_suite_stopped_passes_nothing(tmp_path: Path, mo
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a defect of the suite")
 
-    monkeypatch.setattr(runner, "explore", broken)
+    monkeypatch.setattr(search_phases, "explore", broken)  # the explorer phase calls it
     code = main(["run", "--impl", "reference:memory", "--only", ONLY, "--profile", "peers-slow", "--report",
                  str(tmp_path)])
     report = Report.model_validate_json((tmp_path / "report.json").read_text(encoding="utf-8"))

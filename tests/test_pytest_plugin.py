@@ -5,7 +5,9 @@ pytester run selects a few invariants, so each takes seconds."""
 
 from __future__ import annotations
 
+import json
 import textwrap
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
@@ -54,12 +56,17 @@ def test_a_mutant_fails_the_invariant_it_breaks(pytester: pytest.Pytester) -> No
     result = pytester.runpytest(*PLUGIN, "--loomcheck-impl", "python:mutants.any_gate:make",
                                 "--loomcheck-only", "resume.gate-mismatch", "hazard.mixed-parallel", "-rs")
     result.assert_outcomes(failed=1, skipped=1)
+    # The whole explanation, as `loomcheck run` prints it: the cited events with their roles, what
+    # the decision requires, and the decision's words.
     result.stdout.fnmatch_lines([
         "*_ loomcheck resume.gate-mismatch _*",
         "resume.gate-mismatch (ADR 0104 D1): An answer names the parked gate",
         "violated by *: *gate-mismatch*",
+        "  #* the last event before the resume, after which the execution was parked on *",
+        "  What ADR 0104 D1 requires instead: ResumeRefusedError gate-mismatch: *",
+        '  ADR 0104 D1: "*"',
         "counterexample (* operations, * events): *resume.gate-mismatch.json",
-        "replay: loomcheck replay *resume.gate-mismatch.json --impl python:mutants.any_gate:make",
+        "replay: *loomcheck replay *resume.gate-mismatch.json --impl python:mutants.any_gate:make",
     ])
     result.stdout.fnmatch_lines(["SKIPPED ?1? loomcheck.toml:1: documented hazard, hazard: *"])
     assert "Traceback" not in result.stdout.str()
@@ -164,3 +171,38 @@ def test_manifest_unsupported_features_make_items_not_applicable(pytester: pytes
     result = pytester.runpytest(*PLUGIN, "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*not applicable: *resume-schemas*"])
+
+
+def _junit_times(path: Path) -> dict[str, float]:
+    return {case.get("name", ""): float(case.get("time", "0")) for case in ElementTree.parse(path).iter("testcase")}
+
+
+def test_junit_gives_each_item_its_own_duration(pytester: pytest.Pytester) -> None:
+    """The run happens in the first item's setup; its time is shared out by what each invariant's
+    checks took, so the first item is not charged the whole run."""
+    pytester.makefile(".toml", loomcheck="")
+    result = pytester.runpytest(*PLUGIN, "--loomcheck-impl", "reference:memory", "--loomcheck-only", "gate.",
+                                "--junitxml", "junit.xml")
+    result.assert_outcomes(passed=4)
+    times = _junit_times(pytester.path / "junit.xml")
+    assert len(times) == 4 and all(seconds > 0 for seconds in times.values()), times
+    first = next(iter(times.values()))
+    assert first < 0.6 * sum(times.values()), times  # charged the whole run, it would be all of it
+
+
+def test_x_stops_the_run_at_the_first_failing_invariant(pytester: pytest.Pytester) -> None:
+    """With -x the catalogue's run stops once an invariant fails (here after the state machine,
+    before the explorer): the item fails with its explanation, the items before it that the run
+    left unjudged are skipped saying so, and pytest stops."""
+    pytester.syspathinsert(TESTS)
+    pytester.makefile(".toml", loomcheck='report = "out"\n')
+    result = pytester.runpytest(*PLUGIN, "--loomcheck-impl", "python:mutants.any_gate:make",
+                                "--loomcheck-only", "resume.", "-x", "-rs")
+    result.assert_outcomes(failed=1, skipped=2)
+    result.stdout.fnmatch_lines(["*not run: loomcheck stopped after 1 failing invariant, as asked (pytest -x or --maxfail)",
+                                 "*stopping after 1 failures*"])
+    report = json.loads((pytester.path / "out" / "report.json").read_text())
+    assert report["complete"] is False and report["stopped"].startswith("stopped after 1 failing invariant")
+    assert report["exploration"] == []  # the explorer never ran
+    statuses = {r["id"]: r["status"] for r in report["results"]}
+    assert list(statuses.values()).count("fail") == 1, statuses
