@@ -1,4 +1,4 @@
-"""Explanations (issue 11, properties/explain.py): built from the counterexample,
+"""Explanations (properties/explain.py): built from the counterexample,
 rendered alike everywhere."""
 
 from __future__ import annotations

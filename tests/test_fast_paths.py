@@ -1,4 +1,4 @@
-"""The fast paths issue 10 put in the reference equal the plain code they replace.
+"""The reference's fast paths (for speed: bench/) equal the plain code they replace.
 
 - `events.loads` (orjson, with the stdlib for integers beyond 64 bits) reads back
   exactly what `events.dumps` wrote, as `json.loads` does.

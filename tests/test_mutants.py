@@ -106,7 +106,7 @@ def test_mutant_is_caught_with_a_short_counterexample(mutant: str, invariant: st
         "the reference must pass the counterexample, with every outcome as expected"
 
 
-# The events some mutants' explanations must cite, by type (issue 11): the argument, not just a verdict.
+# The events some mutants' explanations must cite, by type: the argument, not just a verdict.
 CITES = {
     ("recovery_resumes", "answer.one-suspend-point"): {"EXECUTION_RECOVERED", "EXECUTION_RESUMED"},
     ("recovery_resumes", "recovery.records-no-answer"): {"EXECUTION_RECOVERED", "EXECUTION_RESUMED"},
@@ -115,7 +115,7 @@ CITES = {
 
 
 def check_explanation(mutant: str, invariant: str, record: InvariantRecord) -> None:
-    """Issue 11: the failure is explained by its decision and the counterexample's own events."""
+    """The failure is explained by its decision and the counterexample's own events."""
     entry = load_catalogue().get(invariant)
     why = record.explanation
     assert why is not None, f"{mutant} fails {invariant} with no explanation"
