@@ -18,6 +18,7 @@ class PeerInfo:
     requires: tuple[str, ...]  # the modules the adapter imports
     manifest: str      # the peer's manifest, inside this package
     guarded: bool = False  # the adapter checks answers itself before the peer sees them (session.py)
+    profile: str = "ci"    # the profile its committed run uses (a slow library has its own)
 
 
 PEERS: dict[str, PeerInfo] = {
@@ -29,9 +30,9 @@ PEERS: dict[str, PeerInfo] = {
                            ("workflows",), "llamaindex/llamaindex.toml"),
     "dbos": PeerInfo("dbos", "python:loomcheck.peers.dbos.driver:make", "dbos", ("dbos",), "dbos/dbos.toml"),
     "prefect": PeerInfo("prefect", "python:loomcheck.peers.prefect.driver:make", "prefect", ("prefect",),
-                        "prefect/prefect.toml", guarded=True),
+                        "prefect/prefect.toml", guarded=True, profile="peers-slow"),
     "prefect-raw": PeerInfo("prefect-raw", "python:loomcheck.peers.prefect.driver:make_raw", "prefect", ("prefect",),
-                            "prefect/prefect-raw.toml"),
+                            "prefect/prefect-raw.toml", profile="peers-slow"),
 }
 
 

@@ -2,14 +2,12 @@
 
     .venv/bin/python -m loomcheck.reports.regenerate                  # from the repository root
     .venv/bin/python -m loomcheck.reports.regenerate --derived-only   # without running anything
+    .venv/bin/python -m loomcheck.reports.regenerate --peers [NAME …] # the peers too (their extras)
 
-runs the reference (in process and over the driver protocol) and the node example into
-results/, then writes what derives from the committed reports: the invariant index, the catalogue
-document that shows it (docs/invariants.md) and the conformance matrix beside the peers' reports.
-The peers are not run again here (each needs its library and its own budget; docs/peers.md says
-how). Tests check that the derived outputs are fresh (tests/test_invariant_index.py,
-tests/test_docs.py), the reference's reports (tests/test_cli.py) and the node example's
-(tests/test_node_adapter.py)."""
+runs the reference (in process and over the driver protocol) and the node example into results/
+(with --peers, each peer named, or every peer, on its own profile into results/peers/), then writes
+what derives from the committed reports: the invariant index, docs/invariants.md, the matrix and
+the peers' table in README.md and results/peers/README.md. Tests check each is fresh."""
 
 from __future__ import annotations
 
@@ -20,10 +18,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from loomcheck.peers import PEERS
 from loomcheck.reports.catalogue_doc import render_docs
 from loomcheck.reports.html import render_matrix
 from loomcheck.reports.invariant_index import build_index, dump_index
 from loomcheck.reports.model import Report
+from loomcheck.reports.peer_table import peer_rows, with_table
 from loomcheck.reports.reading import read_report
 from loomcheck.reports.writers import write_atomically
 from loomcheck.spec.catalogue import load_catalogue
@@ -34,6 +34,8 @@ RESULTS = ROOT / "results"
 INDEX = ROOT / "spec" / "invariant-index.json"
 DOC = ROOT / "docs" / "invariants.md"
 MATRIX = RESULTS / "matrix.html"
+README = ROOT / "README.md"
+PEERS_README = RESULTS / "peers" / "README.md"
 # (folder under results/, --impl): each run as a user runs it, from the repository root. The served
 # reference syncs with NORMAL, as the main-job test serves it: FULL waits on the disk at every append
 # (docs/stores.md) and decides nothing a report shows.
@@ -42,7 +44,6 @@ RUNS = (
     ("reference-stdio", "stdio:loomcheck serve --impl reference:sqlite:normal"),
     ("node-example", "stdio:node examples/node/kernel.mjs"),
 )
-PEERS = ("langgraph", "langgraph-raw", "llamaindex", "dbos", "prefect", "prefect-raw")
 
 
 def run_reports() -> list[Path]:
@@ -51,7 +52,8 @@ def run_reports() -> list[Path]:
 
 
 def peer_reports() -> list[Path]:
-    return [RESULTS / "peers" / peer / "report.json" for peer in PEERS]
+    """Every peer run committed under results/peers/, in the order of the PEERS table."""
+    return [path for peer in PEERS if (path := RESULTS / "peers" / peer / "report.json").exists()]
 
 
 def derived_outputs() -> dict[Path, str]:
@@ -62,7 +64,10 @@ def derived_outputs() -> dict[Path, str]:
     index = build_index(ROOT, catalogue, runs + peers)
     shown: list[Report] = [report for _, report in runs]
     doc = render_docs(catalogue, committed_regressions(), shown, index, DOC.parent.relative_to(ROOT).as_posix())
-    return {INDEX: dump_index(index), DOC: doc, MATRIX: render_matrix(runs + peers, html_dir=MATRIX.parent)}
+    named = [(path.parent.name, report) for path, report in peers]
+    tables = {document: with_table(document.read_text(encoding="utf-8"), peer_rows(named, prefix), document)
+              for document, prefix in ((README, "results/peers/"), (PEERS_README, ""))}
+    return {INDEX: dump_index(index), DOC: doc, MATRIX: render_matrix(runs + peers, html_dir=MATRIX.parent), **tables}
 
 
 def loomcheck(*args: str) -> int:
@@ -76,15 +81,22 @@ def loomcheck(*args: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="regenerate loomcheck's committed outputs")
     parser.add_argument("--derived-only", action="store_true",
-                        help="only what derives from the committed reports (index, docs/invariants.md, matrix)")
+                        help="only what derives from the committed reports (index, docs/invariants.md, matrix, "
+                             "the peers' table)")
+    parser.add_argument("--peers", nargs="*", metavar="NAME", choices=sorted(PEERS),
+                        help="also run these peers (all of them when none is named), each on its own profile")
     args = parser.parse_args(argv)
-    if not args.derived_only:
-        for name, impl in RUNS:
-            code = loomcheck("run", "--impl", impl, "--report", f"results/{name}")
-            if code != 0:
-                print(f"results/{name}: the run exited {code}; nothing after it was regenerated", file=sys.stderr)
-                return code
-            (RESULTS / name / "report.html").unlink(missing_ok=True)  # the matrix is the committed page
+    runs = [] if args.derived_only else [(f"results/{name}", ("--impl", impl)) for name, impl in RUNS]
+    if args.peers is not None:
+        runs += [(f"results/peers/{name}", ("--impl", name, "--profile", PEERS[name].profile))
+                 for name in (args.peers or PEERS)]
+    for folder, impl in runs:
+        code = loomcheck("run", *impl, "--report", folder)
+        if code not in (0, 1) or (code == 1 and not folder.startswith("results/peers/")):
+            # A peer fails invariants by nature (its manifest says which); anything else stops here.
+            print(f"{folder}: the run exited {code}; nothing after it was regenerated", file=sys.stderr)
+            return code
+        (ROOT / folder / "report.html").unlink(missing_ok=True)  # the matrix is the committed page
     for path, text in derived_outputs().items():
         write_atomically(path, text)
         print(f"wrote {path.relative_to(ROOT)}")

@@ -45,6 +45,13 @@ def test_committed_matrix_is_up_to_date(derived: dict[Path, str]) -> None:
     assert MATRIX.read_text(encoding="utf-8") == derived[MATRIX], f"results/matrix.html is stale: {REGENERATE}"
 
 
+def test_every_derived_output_is_fresh(derived: dict[Path, str]) -> None:
+    """The peers' tables in README.md and results/peers/README.md included: made from the committed reports."""
+    stale = [path.relative_to(ROOT).as_posix() for path, text in derived.items()
+             if path.read_text(encoding="utf-8") != text]
+    assert not stale, f"stale: {stale}: {REGENERATE}"
+
+
 @pytest.mark.parametrize("page", HAND_WRITTEN, ids=[p.relative_to(ROOT).as_posix() for p in HAND_WRITTEN])
 def test_every_link_of_a_page_leads_somewhere(page: Path) -> None:
     assert broken_links(page) == []
