@@ -102,7 +102,8 @@ def _print_failures(report: Report, console: Console, verbosity: int) -> None:
     by_id = {record.id: record for record in report.results}
     if report.rootCauses:
         failed = sum(r.status == "fail" for r in report.results)
-        console.print(f"[bold red]{_causes(len(report.rootCauses))}[/] of {failed} failing invariants "
+        plural = "" if failed == 1 else "s"
+        console.print(f"[bold red]{_causes(len(report.rootCauses))}[/] of {failed} failing invariant{plural} "
                       f"(one counterexample each):")
     for number, cause in enumerate(report.rootCauses, start=1):
         record = by_id[cause.head]

@@ -113,7 +113,7 @@ def _root_causes(report: Report) -> list[str]:
         return []
     failed = sum(r.status == "fail" for r in report.results)
     count = len(report.rootCauses)
-    lines = [f"### {count} root cause{'' if count == 1 else 's'} of {failed} failing invariants", "",
+    lines = [f"### {count} root cause{'' if count == 1 else 's'} of {failed} failing invariant{'' if failed == 1 else 's'}", "",
              "| # | root cause | ADR | also violated by this counterexample | same cause | counterexample |",
              "| ---: | --- | --- | --- | --- | --- |"]
     for number, c in enumerate(report.rootCauses, start=1):

@@ -42,7 +42,7 @@ def _report(directory: Path) -> dict:
 def test_main_job_on_the_reference_through_the_installed_command(tmp_path: Path) -> None:
     """`loomcheck run` as the README gives it: table, exit 0, report.json and junit.xml."""
     done = subprocess.run([sys.executable, "-m", "loomcheck", "run", "--report", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     catalogue = load_catalogue()
@@ -75,7 +75,7 @@ def test_main_job_on_the_reference_through_the_installed_command(tmp_path: Path)
     # default FULL syncs every append of the run (twice its time on a shared machine's disk).
     serve = "stdio:" + shlex.join([sys.executable, "-m", "loomcheck", "serve", "--impl", "reference:sqlite:normal"])
     over_stdio = subprocess.run([sys.executable, "-m", "loomcheck", "run", "--impl", serve, "--report",
-                                 str(tmp_path / "stdio")], capture_output=True, text=True, timeout=300)
+                                 str(tmp_path / "stdio")], capture_output=True, text=True, timeout=900)
     assert over_stdio.returncode == 0, over_stdio.stdout + over_stdio.stderr
     stdio = _report(tmp_path / "stdio")
     assert (report["implementation"]["transport"], stdio["implementation"]["transport"]) == ("in-process", "stdio")
