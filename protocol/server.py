@@ -7,7 +7,6 @@ One request per line in, one response per line out; nothing else on stdout."""
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import IO, Any, Callable, TextIO
 

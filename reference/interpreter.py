@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from loomcheck.reference.context import FlowContext, Park
 from loomcheck.reference.events import JSON
 from loomcheck.spec.programs import (
-    OBSERVED_EVENT,
     CompleteOp,
     DecideOp,
     EmitOp,
@@ -20,7 +19,7 @@ from loomcheck.spec.programs import (
     StepOp,
     SuspendOp,
 )
-from loomcheck.spec.names import INPUT_EVENT, TIMER_FIRED
+from loomcheck.spec.names import INPUT_EVENT, OBSERVED_EVENT, TIMER_FIRED
 
 
 @dataclass(frozen=True)

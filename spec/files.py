@@ -12,10 +12,13 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
-from loomcheck.spec.errors import SpecError
+from pydantic import BaseModel, ValidationError
+
+from loomcheck.spec.errors import SpecError, describe_validation_error
 
 SPEC_ROOT: Traversable = files("loomcheck.spec")
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 DEEP_STACK_BYTES = 512 * 1024 * 1024  # virtual: only the pages a deep value touches are used
 DEEP_RECURSION = 1_000_000
 
@@ -33,6 +36,17 @@ def _read(path: Traversable | Path, label: str | None, parse: Callable[[str], An
 
 def read_toml(path: Traversable | Path, label: str | None = None) -> dict[str, Any]:
     return _read(path, label, tomllib.loads, "TOML", tomllib.TOMLDecodeError)
+
+
+def load_spec_model(name: str, model: type[M], items_key: str) -> M:
+    """A TOML file of the spec read into its model; a broken one is a SpecError naming the
+    entry (`items_key`) and the field."""
+    path = SPEC_ROOT / name
+    raw = read_toml(path, spec_label(path))
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise describe_validation_error(spec_label(path), exc, items_key, raw) from None
 
 
 @contextmanager

@@ -7,10 +7,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from loomcheck.spec.errors import describe_validation_error
-from loomcheck.spec.files import SPEC_ROOT, read_toml, spec_label
+from loomcheck.spec.files import load_spec_model
 
 ABSENT = "<absent>"
 
@@ -41,12 +40,7 @@ class Observables(_Strict):
 
 @cache
 def observables() -> Observables:
-    path = SPEC_ROOT / "observables.toml"
-    raw = read_toml(path, spec_label(path))
-    try:
-        return Observables.model_validate(raw)
-    except ValidationError as exc:
-        raise describe_validation_error(spec_label(path), exc, "event", raw) from None
+    return load_spec_model("observables.toml", Observables, "event")
 
 
 def _at(payload: Any, path: str) -> Any:

@@ -8,10 +8,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from loomcheck.spec.errors import describe_validation_error
-from loomcheck.spec.files import SPEC_ROOT, read_toml, spec_label
+from loomcheck.spec.files import load_spec_model
 
 # Driver operations whose refusal reason a choice may concern (contract/script.py's names).
 Operation = Literal["resume", "resume-as", "recover", "start", "define", "configure"]
@@ -63,12 +62,7 @@ class Profile(_Strict):
 
 @cache
 def profile() -> Profile:
-    path = SPEC_ROOT / "profiles.toml"
-    raw = read_toml(path, spec_label(path))
-    try:
-        return Profile.model_validate(raw)
-    except ValidationError as exc:
-        raise describe_validation_error(spec_label(path), exc, "choice", raw) from None
+    return load_spec_model("profiles.toml", Profile, "choice")
 
 
 def admissible_reasons(operation: str, reason: str, situation: str | None) -> tuple[str, ...]:

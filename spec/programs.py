@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-from loomcheck.spec.names import HUMAN_GATE, IN_DOUBT_GATE, INPUT_EVENT, OBSERVED_EVENT, TIMER_FIRED  # noqa: F401  (re-exported)
+from loomcheck.spec.names import HUMAN_GATE, TIMER_FIRED
 
 LANGUAGE = "loomcheck-flow/1"
 

@@ -5,15 +5,13 @@ namespace from here rather than keeping its own list."""
 from __future__ import annotations
 
 from functools import cache
-from typing import Literal, TypeVar
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from loomcheck.spec.errors import describe_validation_error
-from loomcheck.spec.files import SPEC_ROOT, read_toml, spec_label
+from loomcheck.spec.files import load_spec_model
 
 VERSION_PATTERN = r"^\d+\.\d+\.\d+$"
-M = TypeVar("M", bound=BaseModel)
 
 
 class _Strict(BaseModel):
@@ -74,23 +72,14 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
-def _load(name: str, model: type[M], items_key: str) -> M:
-    path = SPEC_ROOT / name
-    raw = read_toml(path, spec_label(path))
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        raise describe_validation_error(spec_label(path), exc, items_key, raw) from None
-
-
 @cache
 def vocabulary() -> Vocabulary:
-    return _load("events.toml", Vocabulary, "event")
+    return load_spec_model("events.toml", Vocabulary, "event")
 
 
 @cache
 def refusals() -> Refusals:
-    return _load("refusals.toml", Refusals, "refusal")
+    return load_spec_model("refusals.toml", Refusals, "refusal")
 
 
 def kernel_event_types() -> frozenset[str]:

@@ -12,7 +12,8 @@ import pytest
 from loomcheck.contract.driver import Outcome
 from loomcheck.reference.driver import ReferenceDriver
 from loomcheck.reference.events import Event
-from loomcheck.spec.programs import LANGUAGE, OBSERVED_EVENT
+from loomcheck.spec.names import OBSERVED_EVENT
+from loomcheck.spec.programs import LANGUAGE
 from loomcheck.spec.vocabulary import kernel_event_types, refusals
 
 JSON = Any
