@@ -7,7 +7,8 @@
 runs the reference (in process and over the driver protocol) and the node example into results/
 (with --peers, each peer named, or every peer, on its own profile into results/peers/), then writes
 what derives from the committed reports: the invariant index, docs/invariants.md, the matrix and
-the peers' table in README.md and results/peers/README.md. Tests check each is fresh."""
+the peers' table in README.md and results/peers/README.md, and the run figures in each peer's
+ANALYSIS.md (reports/run_figures.py). Tests check each is fresh."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from loomcheck.reports.html import render_matrix
 from loomcheck.reports.invariant_index import build_index, dump_index
 from loomcheck.reports.model import Report
 from loomcheck.reports.peer_table import peer_rows, with_table
+from loomcheck.reports.run_figures import MARKERS, with_figures
 from loomcheck.reports.reading import read_report
 from loomcheck.reports.writers import write_atomically
 from loomcheck.spec.catalogue import load_catalogue
@@ -67,7 +69,11 @@ def derived_outputs() -> dict[Path, str]:
     named = [(path.parent.name, report) for path, report in peers]
     tables = {document: with_table(document.read_text(encoding="utf-8"), peer_rows(named, prefix), document)
               for document, prefix in ((README, "results/peers/"), (PEERS_README, ""))}
-    return {INDEX: dump_index(index), DOC: doc, MATRIX: render_matrix(runs + peers, html_dir=MATRIX.parent), **tables}
+    by_name = dict(named)
+    analyses = {path: with_figures(text, by_name, path) for path in sorted((RESULTS / "peers").glob("*/ANALYSIS.md"))
+                if MARKERS.search(text := path.read_text(encoding="utf-8"))}
+    return {INDEX: dump_index(index), DOC: doc, MATRIX: render_matrix(runs + peers, html_dir=MATRIX.parent),
+            **tables, **analyses}
 
 
 def loomcheck(*args: str) -> int:

@@ -13,6 +13,7 @@ from loomcheck.cli import main
 from loomcheck.reports.catalogue_doc import render_docs
 from loomcheck.reports.model import Report
 from loomcheck.reports.regenerate import DOC, MATRIX, RESULTS, ROOT, derived_outputs
+from loomcheck.reports.run_figures import begin_marker, with_figures
 from loomcheck.spec.catalogue import load_catalogue
 from loomcheck.spec.regressions import committed_regressions
 from markdown_links import broken_links
@@ -104,3 +105,16 @@ def test_cli_refuses_a_file_that_is_not_a_report(tmp_path: Path, capsys: pytest.
     bad.write_text("{}", encoding="utf-8")
     assert main(["docs", "--report", str(bad)]) == 3
     assert "not a loomcheck report" in " ".join(capsys.readouterr().out.split())  # the console wraps long lines
+
+
+def test_an_analysis_quotes_its_runs_figures_from_the_report() -> None:
+    """A peer's ANALYSIS.md asks for a run's figures by name; they come from that run's report,
+    and a name with no committed run is an error, not an empty block."""
+    report = reference_report()
+    stale = f"# analysis\n{begin_marker('somepeer')}\n500 passed, nothing failed\n<!-- /run-figures -->\nprose\n"
+    refilled = with_figures(stale, {"somepeer": report}, Path("ANALYSIS.md"))
+    assert "500 passed" not in refilled and refilled.endswith("<!-- /run-figures -->\nprose\n")
+    assert f"**{report.summary.passed} passed, {report.summary.failed} failed" in refilled
+    assert with_figures(refilled, {"somepeer": report}, Path("ANALYSIS.md")) == refilled
+    with pytest.raises(ValueError, match="'somepeer'"):
+        with_figures(stale, {}, Path("ANALYSIS.md"))
